@@ -1,0 +1,5 @@
+"""Entry point of `python -m harness`."""
+
+from harness.cli import main
+
+raise SystemExit(main())

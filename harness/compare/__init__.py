@@ -1,0 +1,1 @@
+"""Compare: baseline against candidate, with the validity checks that back a verdict."""

@@ -1,0 +1,1 @@
+"""Configure: configurations and tiers as data, interpreters, session environments."""

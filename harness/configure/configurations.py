@@ -1,0 +1,120 @@
+"""Configurations as data: which interpreter, which packages, which JIT settings.
+
+The shipped file is `data/configurations.yaml`; HARNESS_CONFIGURATIONS names a user file whose
+entries add to or replace the shipped ones by name.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from harness.configure.yamlfile import Section, load_section
+from harness.errors import HarnessError
+
+SHIPPED = Path(__file__).with_name("data") / "configurations.yaml"
+DEFAULT_THRESHOLD = 1000
+
+JIT_MODES = {"absent": "absent", "off": "off", "on": "on"}
+ACTIVATIONS = {"after-collection": "after-collection", "startup": "startup"}
+_CONFIG_KEYS = {"description", "python", "venv", "packages", "env", "jit", "threshold", "activation"}
+_TOP_KEYS = {"torch", "shared_packages", "baseline", "configurations"}
+
+
+@dataclass(frozen=True)
+class Configuration:
+    """One interpreter set-up that a run executes under."""
+
+    name: str
+    python: str
+    description: str = ""
+    venv: bool = True
+    packages: tuple[str, ...] = ()
+    env: dict[str, str] = field(default_factory=dict)
+    jit: str = "absent"
+    threshold: int | None = None
+    activation: str = "after-collection"
+    origin: str = ""  # "file:line" of the definition, for errors found later (e.g. no interpreter)
+
+    @property
+    def python_is_path(self) -> bool:
+        return "/" in self.python
+
+    def with_threshold(self, threshold: int | None) -> Configuration:
+        """The same configuration with a run's `--threshold` applied (JIT configurations only)."""
+        if threshold is None:
+            return self
+        if self.jit != "on":
+            raise HarnessError(f"--threshold applies to JIT configurations; '{self.name}' has jit: {self.jit}")
+        if threshold < 0:
+            raise HarnessError(f"--threshold must be 0 or more, not {threshold}")
+        return replace(self, threshold=threshold)
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """Everything the configurations file says: the shared torch layer and the configurations."""
+
+    torch: str
+    shared_packages: tuple[str, ...]
+    baseline: str
+    configurations: dict[str, Configuration]
+    sources: tuple[Path, ...]
+
+    def get(self, name: str) -> Configuration:
+        if name not in self.configurations:
+            known = ", ".join(self.configurations)
+            raise HarnessError(f"unknown configuration '{name}' (known: {known}; defined in "
+                               f"{', '.join(map(str, self.sources))})")
+        return self.configurations[name]
+
+
+def load_catalog(user_file: Path | None = None) -> Catalog:
+    """The shipped configurations, extended by HARNESS_CONFIGURATIONS (or `user_file`)."""
+    catalog = _read(SHIPPED, base=None)
+    extra = user_file or (Path(os.environ["HARNESS_CONFIGURATIONS"]) if os.environ.get("HARNESS_CONFIGURATIONS") else None)
+    return _read(extra, base=catalog) if extra else catalog
+
+
+def _read(path: Path, base: Catalog | None) -> Catalog:
+    top = load_section(path, "configurations file")
+    top.check_keys(_TOP_KEYS)
+    configurations = dict(base.configurations) if base else {}
+    if top.has("configurations"):
+        for name, node in top.child("configurations").items():
+            configurations[name] = _configuration(name, top.section_of(node, f"configuration '{name}'"))
+    baseline = top.scalar("baseline", str, base.baseline if base else "stock")
+    if baseline not in configurations:
+        raise HarnessError(f"{path}: baseline '{baseline}' is not a configuration")
+    return Catalog(
+        torch=top.scalar("torch", str, base.torch if base else "torch"),
+        shared_packages=top.strings("shared_packages") or (base.shared_packages if base else ()),
+        baseline=baseline,
+        configurations=configurations,
+        sources=(base.sources if base else ()) + (path,),
+    )
+
+
+def _configuration(name: str, section: Section) -> Configuration:
+    section.check_keys(_CONFIG_KEYS)
+    python_node = section.require("python")
+    jit = section.choice("jit", JIT_MODES, "absent")
+    threshold = section.scalar("threshold", int, DEFAULT_THRESHOLD if jit == "on" else None)
+    configuration = Configuration(
+        name=name,
+        python=section.scalar("python", str, ""),
+        description=section.scalar("description", str, ""),
+        venv=section.scalar("venv", bool, True),
+        packages=section.strings("packages"),
+        env=section.string_map("env"),
+        jit=jit,
+        threshold=threshold if jit == "on" else None,
+        activation=section.choice("activation", ACTIVATIONS, "after-collection"),
+        origin=f"{section.path}:{section.node.start_mark.line + 1}",
+    )
+    if configuration.python_is_path and not Path(configuration.python).is_file():
+        section.fail(python_node, f"configuration '{name}': 'python': interpreter {configuration.python} does not exist")
+    if not configuration.venv and not configuration.python_is_path:
+        section.fail(python_node, f"configuration '{name}': venv: false needs 'python' to be an interpreter's path")
+    return configuration

@@ -1,0 +1,99 @@
+"""Tiers as data: which test files a run executes, with their environment and time limits.
+
+The shipped file is `data/tiers.yaml`; HARNESS_TIERS names a user file whose entries add to or
+replace the shipped ones by name.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harness.configure.yamlfile import Section, load_section
+from harness.errors import HarnessError
+
+SHIPPED = Path(__file__).with_name("data") / "tiers.yaml"
+HARNESS_ROOT = Path(__file__).resolve().parents[2]
+SOURCES = {"harness": "harness", "pytorch": "pytorch"}
+REQUIREMENTS = {"cuda": "cuda"}
+_TIER_KEYS = {"description", "source", "files", "exclude", "timeout", "env", "pytest_args", "requires"}
+
+
+@dataclass(frozen=True)
+class Tier:
+    """Which tests to run and how: one process per file matched by `files`."""
+
+    name: str
+    source: str
+    files: tuple[str, ...]
+    description: str = ""
+    exclude: tuple[str, ...] = ()
+    timeout: int = 3600
+    env: dict[str, str] = field(default_factory=dict)
+    pytest_args: tuple[str, ...] = ()
+    requires: str | None = None
+
+    def tests_dir(self, override: Path | None) -> Path:
+        """Where this tier's files live: the harness itself, or a PyTorch `test/` folder."""
+        if override is not None:
+            return override
+        if self.source == "harness":
+            return HARNESS_ROOT
+        from_env = os.environ.get("HARNESS_TESTS_DIR")
+        if not from_env:
+            raise HarnessError(f"tier '{self.name}' runs PyTorch's own test files: pass --tests-dir "
+                               "(a PyTorch checkout's test/ folder) or set HARNESS_TESTS_DIR")
+        return Path(from_env)
+
+    def discover(self, tests_dir: Path) -> list[str]:
+        """Test files of this tier under `tests_dir`, relative and sorted, excludes removed."""
+        if not tests_dir.is_dir():
+            raise HarnessError(f"tests directory {tests_dir} does not exist")
+        found: set[str] = set()
+        for pattern in self.files:
+            found.update(p.relative_to(tests_dir).as_posix() for p in tests_dir.glob(pattern) if p.is_file())
+        excluded = {p.relative_to(tests_dir).as_posix() for pattern in self.exclude for p in tests_dir.glob(pattern)}
+        return sorted(found - excluded)
+
+
+def load_tiers(user_file: Path | None = None) -> dict[str, Tier]:
+    """The shipped tiers, extended by HARNESS_TIERS (or `user_file`)."""
+    tiers = _read(SHIPPED)
+    extra = user_file or (Path(os.environ["HARNESS_TIERS"]) if os.environ.get("HARNESS_TIERS") else None)
+    if extra:
+        tiers.update(_read(extra))
+    return tiers
+
+
+def get_tier(name: str, tiers: dict[str, Tier] | None = None) -> Tier:
+    tiers = tiers if tiers is not None else load_tiers()
+    if name not in tiers:
+        raise HarnessError(f"unknown tier '{name}' (known: {', '.join(tiers)})")
+    return tiers[name]
+
+
+def _read(path: Path) -> dict[str, Tier]:
+    top = load_section(path, "tiers file")
+    top.check_keys({"tiers"})
+    return {name: _tier(name, top.section_of(node, f"tier '{name}'")) for name, node in top.child("tiers").items()}
+
+
+def _tier(name: str, section: Section) -> Tier:
+    section.check_keys(_TIER_KEYS)
+    section.require("files")
+    timeout = section.scalar("timeout", int, 3600)
+    if timeout <= 0:
+        section.fail(section.require("timeout"), f"tier '{name}': 'timeout' must be positive")
+    requires = section.choice("requires", REQUIREMENTS, "") if section.has("requires") else None
+    return Tier(
+        name=name,
+        source=section.choice("source", SOURCES, "pytorch"),
+        files=section.strings("files"),
+        description=section.scalar("description", str, ""),
+        exclude=section.strings("exclude"),
+        timeout=timeout,
+        env=section.string_map("env"),
+        pytest_args=section.strings("pytest_args"),
+        requires=requires,
+    )

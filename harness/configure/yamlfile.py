@@ -1,0 +1,129 @@
+"""Read user-edited YAML data with the line of every key, so errors name file, line and key.
+
+We compose nodes with PyYAML's safe loader (no tags, no objects) and read values through a
+`Section`, which knows where it came from and which keys it allows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeVar
+
+import yaml
+
+from harness.errors import HarnessError
+
+T = TypeVar("T")
+
+
+def load_section(path: Path, context: str) -> Section:
+    """The top-level mapping of a YAML file, or a one-line error naming the file and line."""
+    try:
+        node = yaml.compose(path.read_text(encoding="utf-8"), Loader=yaml.SafeLoader)
+    except OSError as error:
+        raise HarnessError(f"{path}: cannot read: {error.strerror}") from None
+    except yaml.MarkedYAMLError as error:
+        mark = error.problem_mark
+        where = f"{path}:{mark.line + 1}" if mark else str(path)
+        raise HarnessError(f"{where}: invalid YAML: {error.problem}") from None
+    if node is None:
+        raise HarnessError(f"{path}: empty file, expected a mapping")
+    return Section(path, node, context)
+
+
+@dataclass(frozen=True)
+class Section:
+    """A YAML mapping node with its file, for typed reads with located errors."""
+
+    path: Path
+    node: yaml.Node
+    context: str
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.node, yaml.MappingNode):
+            self.fail(self.node, f"{self.context}: expected a mapping")
+
+    def fail(self, node: yaml.Node, message: str) -> None:
+        raise HarnessError(f"{self.path}:{node.start_mark.line + 1}: {message}")
+
+    def items(self) -> list[tuple[str, yaml.Node]]:
+        return [(key.value, value) for key, value in self.node.value]
+
+    def check_keys(self, allowed: set[str]) -> None:
+        for key, value in self.node.value:
+            if key.value not in allowed:
+                known = ", ".join(sorted(allowed))
+                self.fail(key, f"{self.context}: unknown key '{key.value}' (known keys: {known})")
+
+    def node_of(self, key: str) -> yaml.Node | None:
+        return next((value for k, value in self.node.value if k.value == key), None)
+
+    def has(self, key: str) -> bool:
+        return self.node_of(key) is not None
+
+    def require(self, key: str) -> yaml.Node:
+        node = self.node_of(key)
+        if node is None:
+            self.fail(self.node, f"{self.context}: missing key '{key}'")
+        return node  # type: ignore[return-value]
+
+    def child(self, key: str, name: str | None = None) -> Section:
+        return Section(self.path, self.require(key), name or key)
+
+    def section_of(self, node: yaml.Node, name: str) -> Section:
+        return Section(self.path, node, name)
+
+    def scalar(self, key: str, kind: type[T], default: T) -> T:
+        node = self.node_of(key)
+        if node is None:
+            return default
+        return self._typed(node, key, kind)
+
+    def choice(self, key: str, allowed: dict[str, str], default: str) -> str:
+        """A scalar from a fixed vocabulary; YAML 1.1 booleans (on/off) read as their words."""
+        node = self.node_of(key)
+        if node is None:
+            return default
+        value = self._constructed(node)
+        word = {True: "on", False: "off"}.get(value, value) if isinstance(value, bool) else value
+        if word not in allowed:
+            self.fail(node, f"{self.context}: '{key}' must be one of {', '.join(allowed)}, not {value!r}")
+        return allowed[word]
+
+    def strings(self, key: str) -> tuple[str, ...]:
+        node = self.node_of(key)
+        if node is None:
+            return ()
+        if not isinstance(node, yaml.SequenceNode):
+            self.fail(node, f"{self.context}: '{key}' must be a list of strings")
+        return tuple(self._typed(item, key, str) for item in node.value)
+
+    def string_map(self, key: str) -> dict[str, str]:
+        node = self.node_of(key)
+        if node is None:
+            return {}
+        section = Section(self.path, node, f"{self.context}: '{key}'")
+        return {name: self._typed(value, f"{key}.{name}", str, coerce=_env_string) for name, value in section.items()}
+
+    def _constructed(self, node: yaml.Node) -> object:
+        if not isinstance(node, yaml.ScalarNode):
+            self.fail(node, f"{self.context}: expected a single value")
+        return yaml.SafeLoader("").construct_object(node, deep=True)
+
+    def _typed(self, node: yaml.Node, key: str, kind: type[T],
+               coerce: Callable[[object], object] | None = None) -> T:
+        value = self._constructed(node)
+        if coerce is not None:
+            value = coerce(value)
+        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            self.fail(node, f"{self.context}: '{key}' must be {kind.__name__}, not {type(value).__name__} {value!r}")
+        return value  # type: ignore[return-value]
+
+
+def _env_string(value: object) -> object:
+    """Environment values are strings; accept YAML numbers and booleans as the user wrote them."""
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    return str(value) if isinstance(value, (int, float)) else value

@@ -1,0 +1,1 @@
+"""Record: the run directory, its run record and its JUnit XML."""

@@ -1,0 +1,102 @@
+"""Describe the interpreter, the machine and the test sources a run used.
+
+The interpreter is asked about itself in a child process, so the description is true for the
+interpreter the tests run under even when the harness runs in another one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from harness.errors import HarnessError
+
+# Run inside the test interpreter: standard library only, no torch import (seconds saved per run).
+_DESCRIBE = r"""
+import importlib.metadata as m, importlib.util as u, json, platform, sys
+def version(name):
+    try:
+        return m.version(name)
+    except m.PackageNotFoundError:
+        return None
+def origin(name):
+    try:
+        spec = u.find_spec(name)
+    except (ImportError, ValueError):
+        return None
+    return spec.origin if spec else None
+print(json.dumps({
+    "path": sys.executable,
+    "version": platform.python_version(),
+    "implementation": platform.python_implementation(),
+    "build": " ".join(platform.python_build()),
+    "in_venv": sys.prefix != sys.base_prefix,
+    "versions": {name: version(name) for name in ("torch", "cinderx", "pytest", "numpy")},
+    "cinderx_origin": origin("cinderx") or origin("_cinderx") or origin("cinderjit"),
+}))
+"""
+
+# Environment variables that change what tests do; recorded and folded into the fingerprint.
+_RELEVANT_PREFIXES = ("PYTHON", "CINDER", "PYTORCH", "TORCH", "CUDA", "OMP_", "MKL_", "OPENBLAS", "HARNESS_JIT",
+                      "HARNESS_THRESHOLD", "HARNESS_ACTIVATION", "HYPOTHESIS", "CI", "LD_")
+
+
+def describe_interpreter(python: str) -> dict[str, Any]:
+    try:
+        done = subprocess.run([python, "-c", _DESCRIBE], capture_output=True, text=True, timeout=120)
+    except OSError as error:
+        raise HarnessError(f"interpreter {python} cannot be started: {error.strerror}") from None
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise HarnessError(f"interpreter {python} failed to describe itself: {last}")
+    return json.loads(done.stdout)
+
+
+def environment_fingerprint(env: dict[str, str], interpreter: dict[str, Any]) -> dict[str, Any]:
+    """Machine and environment facts that can change results, with one hash over all of them."""
+    relevant = {key: value for key, value in sorted(env.items()) if key.startswith(_RELEVANT_PREFIXES)}
+    facts = {
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "cpu_count": os.cpu_count(),
+        "cpu": _cpu_model(),
+        "libc": " ".join(platform.libc_ver()),
+        "python_build": interpreter.get("build"),
+        "env": relevant,
+    }
+    facts["hash"] = hashlib.sha256(json.dumps(facts, sort_keys=True).encode()).hexdigest()[:16]
+    return facts
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()
+
+
+def sources_identity(tests_dir: Path, files: list[str]) -> dict[str, Any]:
+    """A content hash of the files run (and the conftest.py files above them), plus a git commit if any."""
+    digest = hashlib.sha256()
+    for relative in sorted(set(files) | _conftests(tests_dir, files)):
+        digest.update(relative.encode() + b"\0" + (tests_dir / relative).read_bytes() + b"\0")
+    commit = subprocess.run(["git", "-C", str(tests_dir), "rev-parse", "HEAD"], capture_output=True, text=True)
+    return {"hash": digest.hexdigest()[:16], "files": len(files),
+            "commit": commit.stdout.strip() if commit.returncode == 0 else None}
+
+
+def _conftests(tests_dir: Path, files: list[str]) -> set[str]:
+    found = set()
+    for relative in files:
+        for parent in Path(relative).parents:
+            if (tests_dir / parent / "conftest.py").is_file():
+                found.add((parent / "conftest.py").as_posix())
+    return found

@@ -1,0 +1,106 @@
+"""The shapes that pass from run to record to compare: test results, file records, run records.
+
+A run directory holds `run.json` (a RunRecord) and one JUnit XML file per test file. Everything a
+comparison needs to judge validity (interpreter, versions, JIT proof, contamination, test source
+identity, completeness) lives in the RunRecord.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+SCHEMA = 1
+OUTCOMES = ("passed", "failed", "error", "skipped", "xfailed", "xpassed", "crashed", "timeout")
+BAD_OUTCOMES = frozenset({"failed", "error", "crashed", "timeout"})
+
+
+@dataclass(frozen=True)
+class TestResult:
+    """One test's outcome, identified the way pytest's JUnit XML identifies it."""
+
+    classname: str
+    name: str
+    outcome: str
+    module: str
+    duration: float = 0.0
+    message: str = ""
+    text: str = ""
+    nodeid: str = ""
+    replay: str = ""  # the command that reruns this test alone in its configuration
+
+    @property
+    def test_id(self) -> str:
+        return f"{self.classname}::{self.name}"
+
+
+def junit_names(nodeid: str) -> tuple[str, str]:
+    """(classname, name) for a pytest node id, as pytest's own --junitxml derives them."""
+    path, bracket, params = nodeid.partition("[")
+    parts = path.split("::")
+    parts[0] = re.sub(r"\.py$", "", parts[0].replace("/", "."))
+    parts[-1] += bracket + params
+    return ".".join(parts[:-1]), parts[-1]
+
+
+@dataclass(frozen=True)
+class FileRecord:
+    """How one test file's process(es) ended, and what the JIT did in it."""
+
+    file: str
+    module: str
+    exit_status: int | None
+    signal: str | None
+    duration: float
+    counts: dict[str, int]
+    jit: dict[str, Any] | None = None
+    jit_error: str | None = None
+    contamination: str | None = None
+    culprit: str | None = None
+
+    @property
+    def vacuous(self) -> bool:
+        """A JIT file whose JIT compiled nothing: its passes prove nothing about the JIT."""
+        return self.jit is not None and self.jit.get("compiled", 0) == 0
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """What ran where: enough to decide whether two runs may be compared at all."""
+
+    configuration: dict[str, Any]
+    tier: str
+    threshold: int | None
+    interpreter: dict[str, Any]
+    versions: dict[str, str | None]
+    fingerprint: dict[str, Any]
+    tests_dir: str
+    test_sources: dict[str, Any]
+    started: str
+    finished: str | None = None
+    status: str = "running"  # running | complete | interrupted
+    skipped_reason: str | None = None
+    files: tuple[FileRecord, ...] = ()
+    command: list[str] = field(default_factory=list)
+    schema: int = SCHEMA
+
+    @property
+    def jit_mode(self) -> str:
+        return str(self.configuration.get("jit", "absent"))
+
+    @property
+    def compiled(self) -> int:
+        return sum(f.jit.get("compiled", 0) for f in self.files if f.jit)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RunRecord:
+        known = {f.name for f in fields(cls)}
+        file_fields = {f.name for f in fields(FileRecord)}
+        values = {key: value for key, value in data.items() if key in known}
+        values["files"] = tuple(FileRecord(**{k: v for k, v in item.items() if k in file_fields})
+                                for item in data.get("files", ()))
+        return cls(**values)

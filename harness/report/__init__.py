@@ -1,0 +1,1 @@
+"""Report: render a comparison as Markdown, JSON, HTML or a terminal table."""

@@ -1,0 +1,1 @@
+"""Run: execute test files, one process each, with the harness plugin loaded."""

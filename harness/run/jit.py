@@ -1,0 +1,120 @@
+"""Control and observe the CinderX JIT inside a test process.
+
+Standard library only: this runs in every configuration's interpreter. `cinderx.jit` without its
+native extension silently turns every call into a no-op (every count 0), so nothing here trusts
+an import: JIT state is always read back from the JIT itself.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from typing import Any
+
+CINDERX_MODULES = ("cinderx", "_cinderx", "cinderjit")
+
+
+@dataclass(frozen=True)
+class JitRequest:
+    """What the runner asked of this process, passed through HARNESS_* environment variables."""
+
+    mode: str  # absent | off | on
+    threshold: int | None
+    activation: str  # after-collection | startup
+
+    @classmethod
+    def from_environment(cls) -> JitRequest:
+        threshold = os.environ.get("HARNESS_THRESHOLD")
+        return cls(
+            mode=os.environ.get("HARNESS_JIT", "absent"),
+            threshold=int(threshold) if threshold else None,
+            activation=os.environ.get("HARNESS_ACTIVATION", "after-collection"),
+        )
+
+
+@dataclass(frozen=True)
+class JitSnapshot:
+    """The JIT as it really is, read back after background compiles finished."""
+
+    loaded: bool
+    available: bool
+    enabled: bool
+    threshold: int | None
+    compiled: int
+    compile_time_ms: int | None
+    error: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def cinderx_origin() -> str | None:
+    """Where CinderX would be imported from, or None if it cannot be imported (seed 000's falsifier)."""
+    for name in CINDERX_MODULES:
+        if name in sys.modules:
+            return f"{name} already imported from {getattr(sys.modules[name], '__file__', '?')}"
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            spec = None
+        if spec is not None:
+            return f"{name} importable from {spec.origin}"
+    return None
+
+
+def _jit_module() -> Any:
+    return importlib.import_module("cinderx.jit")
+
+
+def apply(request: JitRequest) -> str | None:
+    """Switch the JIT as requested; return an error text when the request cannot be met."""
+    if request.mode == "absent":
+        return None
+    try:
+        jit = _jit_module()
+    except ImportError as error:
+        return f"cannot import cinderx.jit: {error}"
+    if request.mode == "off":
+        jit.disable()
+        return None
+    if not jit.is_available():
+        return f"cinderx.jit is not available: {getattr(jit, 'get_import_error', lambda: None)()}"
+    jit.enable()
+    jit.compile_after_n_calls(request.threshold if request.threshold is not None else 1000)
+    return None
+
+
+def snapshot() -> JitSnapshot:
+    """Read the JIT's state; waits for background compiles so counts do not lag."""
+    if "cinderx.jit" not in sys.modules:
+        return JitSnapshot(loaded=False, available=False, enabled=False, threshold=None, compiled=0,
+                           compile_time_ms=None)
+    jit = sys.modules["cinderx.jit"]
+    try:
+        available = bool(jit.is_available())
+        if available:
+            jit.wait_for_background_compiles()
+        return JitSnapshot(
+            loaded=True,
+            available=available,
+            enabled=bool(jit.is_enabled()),
+            threshold=jit.get_compile_after_n_calls() if available else None,
+            compiled=len(jit.get_compiled_functions()) if available else 0,
+            compile_time_ms=int(jit.get_compilation_time()) if available else None,
+        )
+    except Exception as error:  # a broken JIT must still leave a record, never a crash here
+        return JitSnapshot(loaded=True, available=False, enabled=False, threshold=None, compiled=0,
+                           compile_time_ms=None, error=f"{type(error).__name__}: {error}")
+
+
+def is_compiled(function: Callable[..., Any]) -> bool:
+    """True when `function` runs as JIT-compiled code (after pending background compiles)."""
+    jit = sys.modules.get("cinderx.jit")
+    if jit is None or not jit.is_available():
+        return False
+    jit.wait_for_background_compiles()
+    return bool(jit.is_jit_compiled(function))

@@ -1,0 +1,120 @@
+"""pytest plugin loaded into every test process (`-p harness.run.plugin`).
+
+It does three things, all driven by HARNESS_* environment variables set by the runner:
+- switches the JIT as the configuration asks, after collection (seed 001) or at start-up;
+- in `jit: absent` configurations, proves CinderX cannot be imported (seed 000's falsifier);
+- streams every test's start and outcome to HARNESS_EVENTS as JSON lines, as they happen, so a
+  crash or hang loses nothing already obtained, and ends the stream with the JIT's real state.
+
+Standard library only: it runs inside every configuration's interpreter. Without HARNESS_EVENTS
+(plain `pytest harness/smoke`) it records nothing and only applies the JIT request.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from typing import IO, Any
+
+import pytest
+
+from harness.run import jit
+
+MAX_TEXT = 20_000  # characters of failure text kept per test: enough to classify, bounded on disk
+
+
+class Recorder:
+    """Writes one JSON object per line; each line is flushed so it survives a crash of this process."""
+
+    def __init__(self, stream: IO[str] | None) -> None:
+        self.stream = stream
+        self.outcomes: dict[str, dict[str, Any]] = {}
+
+    def emit(self, event: str, **fields: Any) -> None:
+        if self.stream is not None:
+            self.stream.write(json.dumps({"event": event, "time": time.time(), **fields}) + "\n")
+            self.stream.flush()
+
+
+_request = jit.JitRequest.from_environment()
+_recorder = Recorder(None)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    global _recorder
+    path = os.environ.get("HARNESS_EVENTS")
+    _recorder = Recorder(open(path, "a", encoding="utf-8", buffering=1) if path else None)
+    contamination = jit.cinderx_origin() if _request.mode == "absent" else None
+    _recorder.emit("session_start", pid=os.getpid(), jit_request=_request.__dict__, contamination=contamination)
+    if _request.activation == "startup":
+        _switch_jit()
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    _recorder.emit("collected", count=len(session.items))
+    if _request.activation != "startup":
+        _switch_jit()
+
+
+def _switch_jit() -> None:
+    error = jit.apply(_request)
+    _recorder.emit("jit_applied", error=error, state=jit.snapshot().as_dict())
+
+
+def pytest_collectreport(report: pytest.CollectReport) -> None:
+    if report.failed:
+        _recorder.emit("collect_error", nodeid=report.nodeid, message=_first_line(report),
+                       text=report.longreprtext[-MAX_TEXT:])
+
+
+def pytest_runtest_logstart(nodeid: str, location: tuple[str, int | None, str]) -> None:
+    _recorder.outcomes[nodeid] = {"outcome": "passed", "duration": 0.0, "message": "", "text": ""}
+    _recorder.emit("start", nodeid=nodeid)
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    result = _recorder.outcomes.setdefault(report.nodeid, {"outcome": "passed", "duration": 0.0, "message": "", "text": ""})
+    result["duration"] += report.duration
+    outcome = _phase_outcome(report)
+    if outcome is not None and _RANK[outcome] > _RANK[result["outcome"]]:
+        result["outcome"] = outcome
+        result["message"] = _first_line(report)
+        result["text"] = report.longreprtext[-MAX_TEXT:]
+
+
+def pytest_runtest_logfinish(nodeid: str, location: tuple[str, int | None, str]) -> None:
+    _recorder.emit("result", nodeid=nodeid, **_recorder.outcomes.pop(nodeid))
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    _recorder.emit("session_finish", exitstatus=int(exitstatus), jit=jit.snapshot().as_dict())
+
+
+# Which outcome wins when phases disagree: a failing teardown turns a pass into an error.
+_RANK = {"passed": 0, "xpassed": 1, "skipped": 2, "xfailed": 3, "failed": 4, "error": 5}
+
+
+def _phase_outcome(report: pytest.TestReport) -> str | None:
+    xfail = hasattr(report, "wasxfail")
+    if report.when == "call":
+        if report.passed:
+            return "xpassed" if xfail else "passed"
+        if report.skipped:
+            return "xfailed" if xfail else "skipped"
+        return "failed"
+    if report.failed:
+        return "error"
+    if report.skipped:
+        return "xfailed" if xfail else "skipped"
+    return None
+
+
+def _first_line(report: pytest.TestReport | pytest.CollectReport) -> str:
+    if report.skipped and isinstance(report.longrepr, tuple):
+        return str(report.longrepr[2])[:500]
+    crash = getattr(report.longrepr, "reprcrash", None)
+    if crash is not None:
+        return str(crash.message).splitlines()[0][:500] if crash.message else ""
+    text = report.longreprtext.strip().splitlines()
+    return text[-1][:500] if text else ""
