@@ -1,0 +1,107 @@
+"""Session environments that share one torch installation.
+
+torch with its CUDA dependencies is about 5.5 GB per environment. Every virtual-environment
+configuration of the same interpreter therefore shares one *layer*: a virtual environment in the
+harness cache with torch and the shared test packages, built once. A configuration's own nox
+environment holds only what differs (CinderX, extra packages) and sees the layer through a `.pth`
+file, so the same torch files serve every configuration: same version by construction.
+The layer never holds a configuration's own packages, so `stock` cannot see CinderX through it.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.configure.configurations import Configuration
+from harness.configure.provision import cache_root, ensure_python, find_python, provisioned_python
+from harness.errors import HarnessError
+
+LAYER_PTH = "_harness_layer.pth"
+
+
+@dataclass(frozen=True)
+class Layer:
+    root: Path
+    site_packages: Path
+    requirements: tuple[str, ...]
+    built_seconds: float | None  # None when it already existed
+
+
+def interpreter_for(configuration: Configuration) -> str:
+    """The interpreter path a configuration uses; for versions, where provisioning will put it."""
+    if configuration.python_is_path:
+        return configuration.python
+    found = find_python(configuration.python)
+    return str(found or provisioned_python(configuration.python))
+
+
+def ensure_interpreter(configuration: Configuration) -> Path:
+    """Find or provision the configuration's interpreter; errors name where it was configured."""
+    if configuration.python_is_path:
+        return Path(configuration.python)
+    try:
+        return ensure_python(configuration.python)
+    except HarnessError as error:
+        raise HarnessError(f"{configuration.origin}: configuration '{configuration.name}': 'python': {error}") from None
+
+
+def ensure_layer(python: Path, requirements: tuple[str, ...]) -> Layer:
+    """The shared layer for this interpreter and these requirements, built once and reused."""
+    version = _run_text([str(python), "-c", "import platform; print(platform.python_version())"])
+    key = hashlib.sha256(json.dumps([str(python.resolve()), version, sorted(requirements)]).encode()).hexdigest()[:12]
+    root = cache_root() / "layers" / f"py{version}-{key}"
+    complete = root / "layer.json"
+    with _locked(root.with_suffix(".lock")):
+        if complete.is_file():
+            return Layer(root, _site_packages(root), requirements, None)
+        began = time.monotonic()
+        shutil.rmtree(root, ignore_errors=True)
+        subprocess.run([str(python), "-m", "venv", str(root)], check=True)
+        install = subprocess.run([str(root / "bin" / "python"), "-m", "pip", "install", "--quiet",
+                                  "--disable-pip-version-check", *requirements])
+        if install.returncode != 0:
+            raise HarnessError(f"pip could not install the shared layer ({' '.join(requirements)}) into {root}")
+        seconds = round(time.monotonic() - began, 1)
+        complete.write_text(json.dumps({"requirements": list(requirements), "python": str(python),
+                                        "version": version, "built_seconds": seconds}, indent=2) + "\n")
+        return Layer(root, _site_packages(root), requirements, seconds)
+
+
+def attach_layer(venv: Path, layer: Layer) -> None:
+    """Make a virtual environment see the layer's packages (after its own, which take precedence)."""
+    (_site_packages(venv) / LAYER_PTH).write_text(f"{layer.site_packages}\n")
+
+
+def _site_packages(venv: Path) -> Path:
+    found = sorted(venv.glob("lib/python*/site-packages"))
+    if not found:
+        raise HarnessError(f"{venv}: no lib/python*/site-packages: not a virtual environment")
+    return found[0]
+
+
+def _run_text(command: list[str]) -> str:
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise HarnessError(f"{command[0]} failed: {done.stderr.strip()[-300:]}")
+    return done.stdout.strip()
+
+
+@contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """One builder at a time per layer, across processes (parallel sessions, CI matrix on one host)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)

@@ -1,0 +1,90 @@
+"""nox sessions, generated from the data in harness/configure/data/.
+
+    nox -s <configuration>-<tier>     one run (e.g. stock-p0, cinderx-jit-p1); -- passes options
+                                      to `python -m harness run` (--threshold 1, --select FILE)
+    nox -s diff                       latest baseline run of each tier vs every other configuration
+    nox -s tests                      the harness's own test suite
+    nox -t p0                         every configuration's p0 session
+
+Every session is a thin call into `_run_configuration`; the matrix is configurations x tiers.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import nox
+
+ROOT = Path(__file__).resolve().parent
+sys.path.insert(0, str(ROOT))
+
+from harness.configure import environments  # noqa: E402
+from harness.configure.configurations import Configuration, load_catalog  # noqa: E402
+from harness.configure.tiers import Tier, load_tiers  # noqa: E402
+from harness.errors import HarnessError  # noqa: E402
+
+nox.options.default_venv_backend = "venv"
+nox.options.download_python = "never"  # no python.org here; missing interpreters are provisioned
+nox.options.reuse_venv = "yes"
+nox.options.sessions = ["stock-p0", "cinderx-jit-p0", "diff"]
+
+try:
+    CATALOG = load_catalog()
+    TIERS = load_tiers()
+except HarnessError as error:  # bad configuration data: one line naming file, line and key
+    sys.exit(f"harness: error: {error}")
+TEST_TORCH = "torch==2.13.0"  # the harness's own unit tests need torch only for fixtures; any 2.x works
+
+
+@nox.session(python=False)
+def provision(session: nox.Session) -> None:
+    """Find or provision every interpreter the configurations name (CPython 3.14 from Debian sid)."""
+    for configuration in CATALOG.configurations.values():
+        session.log(f"{configuration.name}: {environments.ensure_interpreter(configuration)}")
+
+
+def _run_configuration(session: nox.Session, configuration: Configuration, tier: Tier) -> None:
+    """Prepare the configuration's environment, then let the harness run the tier in it."""
+    command = ["-m", "harness", "run", "--config", configuration.name, "--tier", tier.name, *session.posargs]
+    if not configuration.venv:  # an existing interpreter, used as it is: harness runs here, tests there
+        session.run(sys.executable, *command, "--python", configuration.python, external=True)
+        return
+    began = time.monotonic()
+    layer = environments.ensure_layer(environments.ensure_interpreter(configuration),
+                                      (CATALOG.torch, *CATALOG.shared_packages))
+    environments.attach_layer(Path(session.virtualenv.location), layer)
+    session.install("--disable-pip-version-check", "-e", str(ROOT), *configuration.packages)
+    built = f"layer built in {layer.built_seconds} s" if layer.built_seconds is not None else "layer reused"
+    session.log(f"environment ready in {time.monotonic() - began:.1f} s ({built}: {layer.root})")
+    session.run("python", *command)
+
+
+def _register(configuration: Configuration, tier: Tier) -> None:
+    python = environments.interpreter_for(configuration) if configuration.venv else False
+
+    def run(session: nox.Session) -> None:
+        _run_configuration(session, configuration, tier)
+
+    run.__doc__ = f"{configuration.description or configuration.name} | {tier.description or tier.name}"
+    nox.session(name=f"{configuration.name}-{tier.name}", python=python, tags=[configuration.name, tier.name],
+                requires=["provision"] if configuration.venv else [])(run)
+
+
+for _configuration in CATALOG.configurations.values():
+    for _tier in TIERS.values():
+        _register(_configuration, _tier)
+
+
+@nox.session(python=False)
+def diff(session: nox.Session) -> None:
+    """Compare the latest baseline run of each tier with the latest run of every other configuration."""
+    session.run(sys.executable, "-m", "harness", "diff-latest", "--out", "reports", *session.posargs, external=True)
+
+
+@nox.session
+def tests(session: nox.Session) -> None:
+    """The harness's own tests: unit tests, then end-to-end runs on real CPython 3.14 + CinderX."""
+    session.install("--disable-pip-version-check", "-e", f"{ROOT}[test]", TEST_TORCH)
+    session.run("pytest", *session.posargs)
