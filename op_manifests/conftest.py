@@ -14,8 +14,17 @@ import pytest
 
 from . import registry
 from .loader import Limits, load_dir
-from .plan import BACKENDS, BUILTIN_MARKERS, Plan, PlannedCase, Settings, UnknownModel, build_plan
-from .plan import case_lines, model_lines
+from .plan import (
+    BACKENDS,
+    BUILTIN_MARKERS,
+    Plan,
+    PlannedCase,
+    Settings,
+    UnknownModel,
+    build_plan,
+    case_lines,
+    model_lines,
+)
 from .report import ManifestReport
 
 # RFC-0186 defaults to inductor. Here the default is eager when TEST_COMPILE_BACKEND is unset:
@@ -30,23 +39,49 @@ _MARKER_NAME = re.compile(r"\s*([A-Za-z_]\w*)")
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("op_manifests", "YAML op manifests (RFC-0186)")
-    group.addoption("--model", action="append", default=[], metavar="NAME",
-                    help="run only this model's manifest (repeatable)")
+    group.addoption(
+        "--model",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="run only this model's manifest (repeatable)",
+    )
     group.addoption("--list-models", action="store_true", help="print the models and exit")
-    group.addoption("--list-cases", action="store_true",
-                    help="print every case (with duplicates and errors) and exit")
-    group.addoption("--dedupe", dest="manifest_dedupe", action="store_true", default=True,
-                    help="run identical op+inputs+attrs+dtype once across models (default)")
-    group.addoption("--no-dedupe", dest="manifest_dedupe", action="store_false",
-                    help="run every case of every model")
-    group.addoption("--compile-backend", metavar="NAME", default=None,
-                    help=f"one of {', '.join(BACKENDS)}; default ${BACKEND_ENV}, else {DEFAULT_BACKEND}")
-    group.addoption("--manifest-dir", metavar="DIR", default=None,
-                    help="load manifests from DIR instead of op_manifests/")
-    group.addoption("--manifest-report", metavar="DIR", default=None,
-                    help="write op_manifests_report.json and .md to DIR at the end of the session")
-    group.addoption("--manifest-max-tensor-elements", type=int, default=Limits.max_tensor_elements,
-                    metavar="N", help="reject tensors with more elements (default %(default)s)")
+    group.addoption(
+        "--list-cases", action="store_true", help="print every case (with duplicates and errors) and exit"
+    )
+    group.addoption(
+        "--dedupe",
+        dest="manifest_dedupe",
+        action="store_true",
+        default=True,
+        help="run identical op+inputs+attrs+dtype once across models (default)",
+    )
+    group.addoption(
+        "--no-dedupe", dest="manifest_dedupe", action="store_false", help="run every case of every model"
+    )
+    group.addoption(
+        "--compile-backend",
+        metavar="NAME",
+        default=None,
+        help=f"one of {', '.join(BACKENDS)}; default ${BACKEND_ENV}, else {DEFAULT_BACKEND}",
+    )
+    group.addoption(
+        "--manifest-dir", metavar="DIR", default=None, help="load manifests from DIR instead of op_manifests/"
+    )
+    group.addoption(
+        "--manifest-report",
+        metavar="DIR",
+        default=None,
+        help="write op_manifests_report.json and .md to DIR at the end of the session",
+    )
+    group.addoption(
+        "--manifest-max-tensor-elements",
+        type=int,
+        default=Limits.max_tensor_elements,
+        metavar="N",
+        help="reject tensors with more elements (default %(default)s)",
+    )
     group.addoption("--manifest-max-case-elements", type=int, default=Limits.max_case_elements,
                     metavar="N", help="reject cases whose tensors hold more elements (default %(default)s)")  # fmt: skip
 
@@ -85,7 +120,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         planned = callspec.params.get("manifest_case") if callspec else None
         if isinstance(planned, PlannedCase):
             item.user_properties.extend(
-                [("model", planned.model), ("op", planned.op), ("backend", backend), ("manifest", planned.where)]
+                [
+                    ("model", planned.model),
+                    ("op", planned.op),
+                    ("backend", backend),
+                    ("manifest", planned.where),
+                ]
             )
             if planned.op:
                 item.extra_keyword_matches.add(planned.op)
@@ -117,7 +157,9 @@ def _settings(config: pytest.Config) -> Settings:
 def _read_settings(config: pytest.Config) -> Settings:
     backend = config.getoption("compile_backend") or os.environ.get(BACKEND_ENV) or DEFAULT_BACKEND
     if backend not in BACKENDS:
-        raise pytest.UsageError(f"--compile-backend/{BACKEND_ENV}: {backend!r} is not one of {', '.join(BACKENDS)}")
+        raise pytest.UsageError(
+            f"--compile-backend/{BACKEND_ENV}: {backend!r} is not one of {', '.join(BACKENDS)}"
+        )
     here = config.invocation_params.dir
     directory = Path(config.getoption("manifest_dir") or Path(__file__).parent)
     directory = directory if directory.is_absolute() else here / directory

@@ -118,7 +118,9 @@ def load_file(arg: FileArg, case: CaseSpec, limits: Limits) -> torch.Tensor:
     try:
         loaded = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:  # noqa: BLE001 - any failure to unpickle rejects the input
-        raise fail(f"rejected by torch.load(weights_only=True): {type(exc).__name__}: {_essence(exc)}") from None
+        raise fail(
+            f"rejected by torch.load(weights_only=True): {type(exc).__name__}: {_essence(exc)}"
+        ) from None
     if arg.key is not None:
         if not isinstance(loaded, dict) or arg.key not in loaded:
             raise fail(f"has no key {arg.key!r}")

@@ -307,7 +307,13 @@ class _ManifestReader:
                 label = label if label is not None else f"#{index}"
                 errors.append((index, ManifestError(self.where(exc.node), exc.message, label)))
         return Manifest(
-            self.path, model, self.where(model_node), description, tuple(cases), tuple(errors), len(cases_node.value)
+            self.path,
+            model,
+            self.where(model_node),
+            description,
+            tuple(cases),
+            tuple(errors),
+            len(cases_node.value),
         )
 
     # ---- generic node helpers -------------------------------------------------------------
@@ -457,7 +463,9 @@ class _ManifestReader:
             seed=self.integer(keys["seed"], "seed", 0, _SEED_MAX) if "seed" in keys else defaults.seed,
             rtol=rtol,
             atol=atol,
-            compare=self.choice(keys["compare"], "compare mode", COMPARE_MODES) if "compare" in keys else "values",
+            compare=self.choice(keys["compare"], "compare mode", COMPARE_MODES)
+            if "compare" in keys
+            else "values",
             expects_error=self.expects_error(keys["expects_error"]) if "expects_error" in keys else None,
             marks=self.marks(keys["mark"]) if "mark" in keys else (),
             skip_if=self.skip_rules(keys["skip_if"]) if "skip_if" in keys else (),
@@ -533,7 +541,9 @@ class _ManifestReader:
         else:
             raise _Invalid(node, "missing required key 'shape'")
         if data is not None and data[1] != shape:
-            raise _Invalid(keys["shape"], f"shape {list(shape)} does not match init_args values {list(data[1])}")
+            raise _Invalid(
+                keys["shape"], f"shape {list(shape)} does not match init_args values {list(data[1])}"
+            )
         if data is not None:
             init_args = data[0]
         elif "init" not in keys and init == "randint":
@@ -548,7 +558,9 @@ class _ManifestReader:
         if (stride is not None or offset) and preset is not None:
             raise _Invalid(node, "use either a preset or stride/storage_offset, not both")
         if (stride is not None or offset or preset) and init == "data":
-            raise _Invalid(node, "init: data describes a contiguous tensor; use a file: input for strided values")
+            raise _Invalid(
+                node, "init: data describes a contiguous tensor; use a file: input for strided values"
+            )
         if "storage_offset" in keys and stride is None:
             raise _Invalid(keys["storage_offset"], "storage_offset needs an explicit stride")
         preset_args: tuple[tuple[str, object], ...] = ()
@@ -557,7 +569,9 @@ class _ManifestReader:
         if stride is not None and len(stride) != len(shape):
             raise _Invalid(keys["stride"], f"stride has {len(stride)} entries but shape has {len(shape)}")
         base_shape = _base_shape(shape, preset, dict(preset_args), stride, offset)
-        spec = TensorSpec(shape, dtype, init, init_args, preset, preset_args, stride, offset, base_shape, self.where(node))
+        spec = TensorSpec(
+            shape, dtype, init, init_args, preset, preset_args, stride, offset, base_shape, self.where(node)
+        )
         if spec.elements > self.limits.max_tensor_elements:
             raise _Invalid(
                 node,
@@ -577,7 +591,9 @@ class _ManifestReader:
             raise _Invalid(values_node, f"values hold more than {self.limits.max_tensor_elements} elements")
         return (("values", _freeze(values)),), shape
 
-    def init_args(self, node: yaml.Node | None, init: str, parent: yaml.Node) -> tuple[tuple[str, object], ...]:
+    def init_args(
+        self, node: yaml.Node | None, init: str, parent: yaml.Node
+    ) -> tuple[tuple[str, object], ...]:
         allowed = {"randint": ("low", "high"), "uniform": ("low", "high")}.get(init, ())
         if node is None:
             if init == "randint":
@@ -590,7 +606,9 @@ class _ManifestReader:
             low = self.scalar(keys["low"]) if "low" in keys else 0
             high = self.scalar(self.require(node, keys, "high"))
             if not (_is_int(low) and _is_int(high) and low < high):  # type: ignore[operator]
-                raise _Invalid(node, f"randint needs integers low < high, got low={_show(low)} high={_show(high)}")
+                raise _Invalid(
+                    node, f"randint needs integers low < high, got low={_show(low)} high={_show(high)}"
+                )
         else:
             low = self.number(keys["low"], "low") if "low" in keys else 0.0
             high = self.number(keys["high"], "high") if "high" in keys else 1.0
@@ -604,7 +622,11 @@ class _ManifestReader:
         """Fill defaults and normalize dims to non-negative, so equal layouts dedupe equal."""
         if not shape:
             raise _Invalid(parent, f"preset '{preset}' needs a tensor with at least one dimension")
-        allowed = {"noncontig_slice": ("dim", "step"), "transpose_view": ("dim0", "dim1"), "expand": ("dims",)}[preset]
+        allowed = {
+            "noncontig_slice": ("dim", "step"),
+            "transpose_view": ("dim0", "dim1"),
+            "expand": ("dims",),
+        }[preset]
         keys = self.mapping(node, "preset_args", allowed) if node is not None else {}
         args: dict[str, object] = {}
         if preset == "noncontig_slice":
@@ -648,7 +670,9 @@ class _ManifestReader:
         except (ValueError, OSError) as exc:
             raise _Invalid(path_node, f"file {relative!r}: {exc}") from None
         if size > self.limits.max_file_bytes:
-            raise _Invalid(path_node, f"file {relative!r} is {size} bytes (limit {self.limits.max_file_bytes})")
+            raise _Invalid(
+                path_node, f"file {relative!r} is {size} bytes (limit {self.limits.max_file_bytes})"
+            )
         return FileArg(relative, key, str(base_dir), self.where(path_node))
 
     def expects_error(self, node: yaml.Node) -> ErrorSpec:
@@ -727,7 +751,11 @@ def _tensor_specs(args: tuple[Arg, ...]) -> Iterator[TensorSpec]:
 
 
 def _base_shape(
-    shape: tuple[int, ...], preset: str | None, args: dict[str, object], stride: tuple[int, ...] | None, offset: int
+    shape: tuple[int, ...],
+    preset: str | None,
+    args: dict[str, object],
+    stride: tuple[int, ...] | None,
+    offset: int,
 ) -> tuple[int, ...]:
     """Shape of the contiguous storage that inputs.py allocates before taking the view."""
     if stride is not None:
@@ -775,7 +803,17 @@ def _signature(op: str, dtype: str, args: tuple[Arg, ...], kwargs: tuple[tuple[s
 
 def _normalize(arg: Arg) -> object:
     if isinstance(arg, TensorSpec):
-        return ("tensor", arg.shape, arg.dtype, arg.init, arg.init_args, arg.preset, arg.preset_args, arg.stride, arg.storage_offset)
+        return (
+            "tensor",
+            arg.shape,
+            arg.dtype,
+            arg.init,
+            arg.init_args,
+            arg.preset,
+            arg.preset_args,
+            arg.stride,
+            arg.storage_offset,
+        )
     if isinstance(arg, TensorListArg):
         return ("tensor_list", tuple(_normalize(item) for item in arg.items))
     if isinstance(arg, FileArg):

@@ -170,7 +170,9 @@ def _plan_case(case: CaseSpec, backend: str, known_markers: frozenset[str]) -> P
                 skip_reason = rule.reason
         except safe_eval.UnsafeExpression as exc:
             return errored(rule.where, f"skip_if: {exc}")
-    return PlannedCase(case.test_id, case.model, case.op, str(case.where), case, None, skip_reason, case.marks)
+    return PlannedCase(
+        case.test_id, case.model, case.op, str(case.where), case, None, skip_reason, case.marks
+    )
 
 
 def condition_variables(case: CaseSpec, backend: str) -> Mapping[str, object]:

@@ -162,16 +162,25 @@ def _counts(outcomes: list[CaseOutcome]) -> dict[str, Any]:
 
 def summary_lines(summary: dict[str, Any]) -> list[str]:
     totals, dedupe, coverage = summary["totals"], summary["dedupe_stats"], summary["coverage"]
-    outcome_text = ", ".join(f"{totals[k]} {k}" for k in sorted(totals) if k not in ("tests", "pass_rate", "runtime_s"))
+    outcome_text = ", ".join(
+        f"{totals[k]} {k}" for k in sorted(totals) if k not in ("tests", "pass_rate", "runtime_s")
+    )
     lines = [
-        f"backend {summary['backend']}: {totals['tests']} tests ({outcome_text}) in {totals['runtime_s']}s; "
-        f"pass rate {_percent(totals['pass_rate'])}",
-        f"coverage: {coverage['distinct_ops']} ops, {coverage['distinct_input_signatures']} input signatures; "
-        f"dedupe {'on' if summary['dedupe'] else 'off'}: {dedupe['duplicates_not_collected']} of "
-        f"{dedupe['valid_cases']} cases not collected as duplicates ({_percent(dedupe['efficiency'])})",
+        (
+            f"backend {summary['backend']}: {totals['tests']} tests ({outcome_text}) "
+            f"in {totals['runtime_s']}s; pass rate {_percent(totals['pass_rate'])}"
+        ),
+        (
+            f"coverage: {coverage['distinct_ops']} ops, {coverage['distinct_input_signatures']} input "
+            f"signatures; dedupe {'on' if summary['dedupe'] else 'off'}: "
+            f"{dedupe['duplicates_not_collected']} of {dedupe['valid_cases']} cases not collected as "
+            f"duplicates ({_percent(dedupe['efficiency'])})"
+        ),
     ]
     for model, counts in summary["models"].items():
-        lines.append(f"  {model}: {counts.get('passed', 0)}/{counts['tests']} passed, pass rate {_percent(counts['pass_rate'])}")
+        lines.append(
+            f"  {model}: {counts.get('passed', 0)}/{counts['tests']} passed, pass rate {_percent(counts['pass_rate'])}"
+        )
     if summary["manifest_errors"]:
         lines.append(f"manifest errors: {len(summary['manifest_errors'])} (see failed tests)")
     return lines
@@ -191,11 +200,18 @@ def markdown(summary: dict[str, Any]) -> str:
     out = [f"# Op manifest report (backend `{summary['backend']}`)", ""]
     out += [f"- {line}" for line in summary_lines(summary)[:2]]
     out += ["", "## Pass rate per model", ""]
-    out += _table(("model", "tests", "passed", "failed", "error", "skipped", "pass rate", "runtime s"), summary["models"])
+    out += _table(
+        ("model", "tests", "passed", "failed", "error", "skipped", "pass rate", "runtime s"),
+        summary["models"],
+    )
     out += ["", "## Pass rate per op", ""]
-    out += _table(("op", "tests", "passed", "failed", "error", "skipped", "pass rate", "runtime s"), summary["ops"])
+    out += _table(
+        ("op", "tests", "passed", "failed", "error", "skipped", "pass rate", "runtime s"), summary["ops"]
+    )
     out += ["", "## Coverage per model", "", "| model | ops | input signatures |", "|---|---:|---:|"]
-    out += [f"| {m} | {c['ops']} | {c['input_signatures']} |" for m, c in summary["coverage"]["models"].items()]
+    out += [
+        f"| {m} | {c['ops']} | {c['input_signatures']} |" for m, c in summary["coverage"]["models"].items()
+    ]
     out += ["", "## Slowest cases", "", "| test | op | outcome | seconds | max abs err | max rel err |"]
     out += ["|---|---|---|---:|---:|---:|"]
     out += [
@@ -211,5 +227,9 @@ def _table(header: tuple[str, ...], rows: dict[str, dict[str, Any]]) -> list[str
     lines = ["| " + " | ".join(header) + " |", "|---|" + "---:|" * (len(header) - 1)]
     for name, c in rows.items():
         cells = [c["tests"], c.get("passed", 0), c.get("failed", 0), c.get("error", 0), c.get("skipped", 0)]
-        lines.append(f"| `{name}` | " + " | ".join(map(str, cells)) + f" | {_percent(c['pass_rate'])} | {c['runtime_s']} |")
+        lines.append(
+            f"| `{name}` | "
+            + " | ".join(map(str, cells))
+            + f" | {_percent(c['pass_rate'])} | {c['runtime_s']} |"
+        )
     return lines

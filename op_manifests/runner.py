@@ -123,7 +123,13 @@ def compare(expected: Any, actual: Any, case: CaseSpec) -> CaseResult:
             max_abs, max_rel = max(max_abs, abs_err), max(max_rel, rel_err)
             try:
                 torch.testing.assert_close(
-                    act, exp, rtol=case.rtol, atol=case.atol, equal_nan=True, check_device=False, check_stride=False
+                    act,
+                    exp,
+                    rtol=case.rtol,
+                    atol=case.atol,
+                    equal_nan=True,
+                    check_device=False,
+                    check_stride=False,
                 )
             except AssertionError as exc:
                 problems.append(f"{path}: {exc}")
@@ -144,7 +150,9 @@ def _pairs(expected: Any, actual: Any, path: str) -> Iterator[tuple[str, Any, An
             yield from _pairs(e, a, f"{path}[{index}]")
     elif isinstance(expected, dict):
         if not isinstance(actual, dict) or actual.keys() != expected.keys():
-            raise _StructureMismatch(f"{path}: expected a dict with keys {sorted(expected)}, got {_kind(actual)}")
+            raise _StructureMismatch(
+                f"{path}: expected a dict with keys {sorted(expected)}, got {_kind(actual)}"
+            )
         for key in expected:
             yield from _pairs(expected[key], actual[key], f"{path}[{key!r}]")
     else:
@@ -152,7 +160,11 @@ def _pairs(expected: Any, actual: Any, path: str) -> Iterator[tuple[str, Any, An
 
 
 def _kind(value: Any) -> str:
-    return f"{type(value).__name__} of {len(value)}" if isinstance(value, (list, tuple, dict)) else type(value).__name__
+    return (
+        f"{type(value).__name__} of {len(value)}"
+        if isinstance(value, (list, tuple, dict))
+        else type(value).__name__
+    )
 
 
 def _metadata_problem(path: str, expected: Any, actual: Any) -> str | None:

@@ -5,12 +5,18 @@ Run as `pytest op_manifests [--model NAME] [--compile-backend NAME] [-k CASE_OR_
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 from op_manifests.plan import PlannedCase, Settings
 
 
-def test_op(manifest_case: PlannedCase, op_manifest_settings: Settings, record_property) -> None:  # noqa: ANN001
+def test_op(
+    manifest_case: PlannedCase,
+    op_manifest_settings: Settings,
+    record_property: Callable[[str, object], None],
+) -> None:
     if manifest_case.error is not None:
         pytest.fail(manifest_case.error, pytrace=False)
     # Imported here, not at module level: collecting 10,000 cases must not pay torch's import.
