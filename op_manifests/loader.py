@@ -40,8 +40,9 @@ COMPARE_MODES = ("values", "metadata")
 INPUT_KINDS = ("tensor", "value", "py", "tensor_list", "file", "dtype")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,99}\Z")
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_STR_TAG = "tag:yaml.org,2002:str"
 _SCALAR_TAGS = {
-    "tag:yaml.org,2002:str",
+    _STR_TAG,
     "tag:yaml.org,2002:int",
     "tag:yaml.org,2002:float",
     "tag:yaml.org,2002:bool",
@@ -350,10 +351,13 @@ class _ManifestReader:
         self.visit(node)
         if not isinstance(node, yaml.ScalarNode):
             raise _Invalid(node, "expected a scalar")
-        if node.tag not in _SCALAR_TAGS:
-            raise _Invalid(node, f"YAML tag '{node.tag}' is not allowed (plain scalars only)")
+        tag = node.tag
+        if tag == _STR_TAG:  # the common case, kept cheap: collection parses every scalar
+            return node.value
+        if tag not in _SCALAR_TAGS:
+            raise _Invalid(node, f"YAML tag '{tag}' is not allowed (plain scalars only)")
         # Call the tag's constructor directly: construct_object() would cache every node forever.
-        return _CONSTRUCTOR.yaml_constructors[node.tag](_CONSTRUCTOR, node)
+        return _CONSTRUCTOR.yaml_constructors[tag](_CONSTRUCTOR, node)
 
     def plain(self, node: yaml.Node, depth: int = 0) -> object:
         """Scalars and (nested) lists; mappings are not values."""

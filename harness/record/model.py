@@ -20,6 +20,8 @@ BAD_OUTCOMES = frozenset({"failed", "error", "crashed", "timeout"})
 class TestResult:
     """One test's outcome, identified the way pytest's JUnit XML identifies it."""
 
+    __test__ = False  # a record of a test, not a test class for pytest to collect
+
     classname: str
     name: str
     outcome: str

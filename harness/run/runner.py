@@ -250,10 +250,8 @@ def _child_environment(request: RunRequest, run: RunDirectory) -> dict[str, str]
     """The same environment discipline in every configuration; only the configuration's own part differs."""
     env = dict(os.environ)
     env.pop("CI", None)  # a non-empty CI switches PyTorch into CI mode (downloads, XML): off everywhere
-    pythonpath = [str(HARNESS_ROOT), *filter(None, env.get("PYTHONPATH", "").split(os.pathsep))]
     config = request.configuration
     env.update({
-        "PYTHONPATH": os.pathsep.join(pythonpath),
         "PYTORCH_PRINT_REPRO_ON_FAILURE": "0",
         "TORCHINDUCTOR_CACHE_DIR": str((run.cache / "inductor").resolve()),
         "TRITON_CACHE_DIR": str((run.cache / "triton").resolve()),
@@ -263,6 +261,8 @@ def _child_environment(request: RunRequest, run: RunDirectory) -> dict[str, str]
         "HARNESS_THRESHOLD": "" if config.threshold is None else str(config.threshold),
         "HARNESS_ACTIVATION": config.activation,
     })
+    # The plugin must be importable by any interpreter, venv or not: the harness comes first.
+    env["PYTHONPATH"] = os.pathsep.join([str(HARNESS_ROOT), *filter(None, env.get("PYTHONPATH", "").split(os.pathsep))])
     return env
 
 

@@ -1,0 +1,95 @@
+"""Configurations and tiers as data: shipped defaults, user files, one-line errors."""
+
+import pytest
+
+from harness.configure.configurations import load_catalog
+from harness.configure.tiers import get_tier, load_tiers
+from harness.errors import HarnessError
+
+
+def write(tmp_path, text, name="user.yaml"):
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def test_shipped_configurations_are_the_three_of_the_product():
+    catalog = load_catalog()
+    assert list(catalog.configurations) == ["stock", "cinderx-nojit", "cinderx-jit"]
+    jit = catalog.get("cinderx-jit")
+    assert (jit.jit, jit.threshold, jit.activation, jit.packages) == ("on", 1000, "after-collection", ("cinderx",))
+    assert catalog.get("stock").jit == "absent" and catalog.get("stock").packages == ()
+    assert catalog.get("cinderx-nojit").jit == "off"
+    assert catalog.baseline == "stock" and catalog.torch.startswith("torch==")
+
+
+def test_threshold_override_applies_to_jit_configurations_only():
+    catalog = load_catalog()
+    assert catalog.get("cinderx-jit").with_threshold(1).threshold == 1
+    with pytest.raises(HarnessError, match="--threshold applies to JIT configurations; 'stock'"):
+        catalog.get("stock").with_threshold(1)
+
+
+def test_user_file_adds_an_existing_interpreter_without_venv(tmp_path):
+    python = tmp_path / "vendor-python"
+    python.write_text("")
+    user = write(tmp_path, f"configurations:\n  vendor:\n    python: {python}\n    venv: false\n    jit: on\n"
+                           "    env: {PYTHONJITLISTALL: 0, FLAG: yes}\n")
+    vendor = load_catalog(user).get("vendor")
+    assert (vendor.venv, vendor.jit, vendor.threshold) == (False, "on", 1000)
+    assert vendor.env == {"PYTHONJITLISTALL": "0", "FLAG": "1"}
+    assert "stock" in load_catalog(user).configurations  # shipped entries stay
+
+
+@pytest.mark.parametrize("text, message", [
+    ("configurations:\n  mine:\n    python: '3.14'\n    threshhold: 5\n",
+     "user.yaml:4: configuration 'mine': unknown key 'threshhold'"),
+    ("configurations:\n  mine:\n    python: '3.14'\n    threshold: many\n",
+     "user.yaml:4: configuration 'mine': 'threshold' must be int, not str 'many'"),
+    ("configurations:\n  mine:\n    python: /no/such/python\n",
+     "user.yaml:3: configuration 'mine': 'python': interpreter /no/such/python does not exist"),
+    ("configurations:\n  mine:\n    jit: on\n", "user.yaml:3: configuration 'mine': missing key 'python'"),
+    ("configurations:\n  mine:\n    python: '3.14'\n    jit: sometimes\n",
+     "user.yaml:4: configuration 'mine': 'jit' must be one of absent, off, on, not 'sometimes'"),
+    ("configurations:\n  mine:\n    python: '3.14'\n    venv: false\n",
+     "user.yaml:3: configuration 'mine': venv: false needs 'python' to be an interpreter's path"),
+    ("configurations:\n  mine: [1, 2\n", "user.yaml:3: invalid YAML"),
+    ("toolchain: x\n", "user.yaml:1: configurations file: unknown key 'toolchain'"),
+])
+def test_bad_configuration_data_is_one_line_naming_file_line_and_key(tmp_path, text, message):
+    with pytest.raises(HarnessError) as error:
+        load_catalog(write(tmp_path, text))
+    assert message in str(error.value)
+    assert "\n" not in str(error.value)
+
+
+def test_environment_variable_names_the_user_file(tmp_path, monkeypatch):
+    monkeypatch.setenv("HARNESS_CONFIGURATIONS", str(write(tmp_path, "configurations:\n  x:\n    python: '3.13'\n")))
+    assert load_catalog().get("x").python == "3.13"
+
+
+def test_tiers_are_data_and_discover_files_with_excludes(tmp_path):
+    for name in ("test_a.py", "test_b.py", "test_cuda.py", "helper.py"):
+        (tmp_path / name).write_text("")
+    user = write(tmp_path, "tiers:\n  mine:\n    files: ['test_*.py']\n    exclude: ['test_cuda*.py']\n    timeout: 5\n",
+                 name="tiers.yaml")
+    tier = load_tiers(user)["mine"]
+    assert tier.discover(tmp_path) == ["test_a.py", "test_b.py"]
+    assert set(load_tiers(user)) >= {"p0", "p1", "p2", "p3", "gpu", "mine"}
+
+
+def test_pytorch_tiers_need_a_tests_directory(monkeypatch):
+    monkeypatch.delenv("HARNESS_TESTS_DIR", raising=False)
+    with pytest.raises(HarnessError, match="pass --tests-dir"):
+        get_tier("p1").tests_dir(None)
+
+
+def test_gpu_tier_carries_seed_002_environment_and_deselection():
+    gpu = get_tier("gpu")
+    assert gpu.requires == "cuda" and gpu.env == {"CUDA_LAUNCH_BLOCKING": "1"}
+    assert "not CUDAGraph" in " ".join(gpu.pytest_args)
+
+
+def test_unknown_tier_key_is_named(tmp_path):
+    with pytest.raises(HarnessError, match=r"tiers.yaml:3: tier 'x': unknown key 'file'"):
+        load_tiers(write(tmp_path, "tiers:\n  x:\n    file: a.py\n    files: [a.py]\n", name="tiers.yaml"))

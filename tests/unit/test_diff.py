@@ -1,0 +1,94 @@
+"""The verdict: regressions, fixes, new and missing tests, validity, exit statuses."""
+
+from dataclasses import replace
+from pathlib import Path
+
+from harness.compare.diff import classify, compare
+from harness.record.model import FileRecord, RunRecord, TestResult
+from harness.record.store import Side
+
+
+def result(name, outcome, module="test_mod", message=""):
+    return TestResult(classname=f"{module}.TestX", name=name, outcome=outcome, module=module, message=message)
+
+
+def record(jit="absent", compiled=0, status="complete", torch="2.14.1", sources="abc", contamination=None,
+           culprit=None, python="3.14.0"):
+    jit_state = {"compiled": compiled, "loaded": jit != "absent"} if jit != "absent" else None
+    file = FileRecord(file="test_mod.py", module="test_mod", exit_status=0, signal=None, duration=1.0,
+                      counts={}, jit=jit_state, contamination=contamination, culprit=culprit)
+    return RunRecord(configuration={"name": "x", "jit": jit}, tier="p0", threshold=1000 if jit == "on" else None,
+                     interpreter={"cinderx_origin": None}, versions={"torch": torch, "python": python},
+                     fingerprint={}, tests_dir="/t", test_sources={"hash": sources}, started="t0",
+                     status=status, files=(file,))
+
+
+def side(results, rec=None):
+    return Side(Path("side"), tuple(results), rec)
+
+
+BASE = [result("test_a", "passed"), result("test_b", "passed"), result("test_c", "failed"), result("test_d", "passed")]
+
+
+def test_regressions_fixes_new_and_missing():
+    candidate = [result("test_a", "failed", message="AssertionError: nope"), result("test_b", "passed"),
+                 result("test_c", "passed"), result("test_e", "passed")]
+    comparison = compare(side(BASE, record()), side(candidate, record(jit="on", compiled=5)))
+    assert [(r.test, r.baseline, r.candidate) for r in comparison.regressions] == [("test_mod.TestX::test_a", "passed", "failed")]
+    assert comparison.regressions[0].classification == "exception (AssertionError)"
+    assert comparison.fixes == ("test_mod.TestX::test_c",)
+    assert comparison.new == ("test_mod.TestX::test_e",)
+    assert comparison.missing == ("test_mod.TestX::test_d",)
+    assert comparison.valid and comparison.exit_status == 1
+
+
+def test_identical_runs_are_valid_with_no_regressions():
+    comparison = compare(side(BASE, record()), side(BASE, record(jit="on", compiled=3)))
+    assert comparison.exit_status == 0
+    row = comparison.modules[0]
+    assert (row.module, row.jit_compiled, row.regressions) == ("test_mod", 3, 0)
+    assert row.baseline == {"passed": 3, "failed": 1}
+
+
+def test_tests_missing_because_the_file_crashed_are_regressions():
+    candidate = [result("test_a", "passed"), result("test_b", "crashed", message="process died with SIGSEGV")]
+    crashed = record(jit="on", compiled=9, culprit="test_mod.py::test_b: process died with SIGSEGV")
+    comparison = compare(side(BASE, record()), side(candidate, crashed))
+    assert [(r.test.split("::")[1], r.candidate) for r in comparison.regressions] == [("test_b", "crashed"), ("test_d", "crashed")]
+    assert comparison.regressions[0].classification == "crash (SIGSEGV)"
+    assert comparison.missing == ("test_mod.TestX::test_c",)  # failing before, not run after: not a regression
+
+
+def test_vacuous_jit_run_is_invalid():
+    comparison = compare(side(BASE, record()), side(BASE, record(jit="on", compiled=0)))
+    assert comparison.exit_status == 2
+    assert any("vacuous" in p for p in comparison.problems)
+    assert comparison.modules[0].vacuous
+
+
+def test_contaminated_baseline_is_invalid():
+    comparison = compare(side(BASE, record(contamination="cinderx importable from /x")), side(BASE, record(jit="on", compiled=1)))
+    assert comparison.problems == ("baseline is contaminated: cinderx importable from /x",)
+
+
+def test_different_torch_interpreter_sources_and_incomplete_runs_are_invalid():
+    candidate = replace(record(jit="on", compiled=1, torch="2.13.0", sources="def", python="3.12.0"), status="interrupted")
+    problems = compare(side(BASE, record()), side(BASE, candidate)).problems
+    assert len(problems) == 4
+    assert "candidate run is incomplete (status: interrupted)" in problems
+    assert any(p.startswith("torch versions differ") for p in problems)
+    assert any(p.startswith("interpreter versions differ") for p in problems)
+    assert any(p.startswith("test sources differ") for p in problems)
+
+
+def test_plain_junit_sides_are_compared_with_a_note():
+    comparison = compare(side(BASE), side([result("test_a", "error")]))
+    assert comparison.valid and len(comparison.regressions) == 1
+    assert len(comparison.notes) == 2 and "no run record" in comparison.notes[0]
+
+
+def test_classification_hints():
+    assert classify("failed", "Tensor-likes are not close!") == "numerics beyond tolerance"
+    assert classify("timeout", "timed out") == "timeout"
+    assert classify("error", "collection error: ImportError") == "infrastructure (collection or import)"
+    assert classify("crashed", "process died with SIGBUS while running x") == "crash (SIGBUS)"

@@ -1,0 +1,88 @@
+"""The runner with real test processes: every test recorded, crashes and hangs attributed."""
+
+import json
+
+from harness.record.junit import read_results
+from harness.record.model import RunRecord
+
+
+def outcomes(run, module):
+    return {r.name: r.outcome for r in read_results(run.junit(module))}
+
+
+def test_every_outcome_is_recorded_in_junit_and_run_record(run_outcomes):
+    run = run_outcomes("test_outcomes.py")
+    assert outcomes(run, "test_outcomes") == {
+        "test_passes": "passed", "test_fails": "failed", "test_skipped": "skipped",
+        "test_xfails": "xfailed", "test_xpasses": "xpassed", "test_errors_in_setup": "error",
+        "test_param[1]": "passed", "test_param[2]": "passed",
+    }
+    record = run.read_record()
+    assert record.status == "complete"
+    assert record.files[0].exit_status == 1 and record.files[0].signal is None
+    assert record.files[0].counts == {"error": 1, "failed": 1, "passed": 3, "skipped": 1, "xfailed": 1, "xpassed": 1}
+
+
+def test_failure_keeps_message_and_replay_command(run_outcomes):
+    run = run_outcomes("test_outcomes.py")
+    failed = next(r for r in read_results(run.junit("test_outcomes")) if r.name == "test_fails")
+    assert "assert [1, 2] == [1, 3]" in failed.message
+    assert failed.replay.endswith("test_outcomes.py::test_fails")
+    assert "HARNESS_JIT=absent" in failed.replay
+
+
+def test_segfault_names_the_culprit_and_keeps_earlier_results(run_outcomes):
+    run = run_outcomes("test_segfault.py")
+    assert outcomes(run, "test_segfault") == {"test_before_crash": "passed", "test_segfaults": "crashed"}
+    record = run.read_record().files[0]
+    assert record.signal == "SIGSEGV"
+    assert "test_segfault.py::test_segfaults" in record.culprit and "SIGSEGV" in record.culprit
+    crashed = next(r for r in read_results(run.junit("test_segfault")) if r.outcome == "crashed")
+    assert "Fatal Python error: Segmentation fault" in crashed.text  # faulthandler's tail is kept
+
+
+def test_hang_is_killed_at_the_time_limit_with_its_stack(run_outcomes):
+    run = run_outcomes("test_hangs.py", timeout=5)
+    assert outcomes(run, "test_hangs") == {"test_quick": "passed", "test_hangs_forever": "timeout"}
+    timed_out = next(r for r in read_results(run.junit("test_hangs")) if r.outcome == "timeout")
+    assert "test_hangs_forever" in timed_out.text  # faulthandler dumped the hung stack
+
+
+def test_import_error_is_a_recorded_collection_error(run_outcomes):
+    run = run_outcomes("test_import_error.py")
+    results = read_results(run.junit("test_import_error"))
+    assert [r.outcome for r in results] == ["error"]
+    assert "module_that_does_not_exist" in results[0].message
+    assert results[0].message.startswith("collection error")
+
+
+def test_os_exit_midway_is_a_crash_not_a_pass(run_outcomes):
+    run = run_outcomes("test_exits_midway.py")
+    assert outcomes(run, "test_exits_midway") == {"test_first": "passed", "test_exits_process": "crashed"}
+    record = run.read_record().files[0]
+    assert record.exit_status == 0 and "exit status 0" in record.culprit
+
+
+def test_node_id_selection_runs_only_those_tests(run_outcomes):
+    run = run_outcomes("test_outcomes.py::test_passes", "test_outcomes.py::TestGrouped")
+    assert outcomes(run, "test_outcomes") == {"test_passes": "passed", "test_param[1]": "passed", "test_param[2]": "passed"}
+    assert len(run.read_record().files) == 1
+
+
+def test_run_record_describes_interpreter_versions_and_sources(run_outcomes):
+    run = run_outcomes("test_outcomes.py")
+    data = json.loads(run.record_path.read_text())
+    record = RunRecord.from_json(data)
+    assert record.interpreter["version"] and record.interpreter["path"]
+    assert record.versions["pytest"] and "harness" in record.versions
+    assert len(record.test_sources["hash"]) == 16
+    assert record.fingerprint["hash"] and record.started < record.finished
+    assert record.configuration["name"] == "fixture"
+
+
+def test_plugin_streams_events_as_tests_run(run_outcomes):
+    run = run_outcomes("test_segfault.py")
+    events = [json.loads(line) for line in run.events("test_segfault").read_text().splitlines()]
+    kinds = [e["event"] for e in events]
+    assert kinds[:3] == ["session_start", "collected", "jit_applied"]
+    assert kinds[3:] == ["start", "result", "start"]  # the crash cut the stream after the culprit's start
