@@ -24,6 +24,7 @@ from harness.configure import environments  # noqa: E402
 from harness.configure.configurations import Configuration, load_catalog  # noqa: E402
 from harness.configure.tiers import Tier, load_tiers  # noqa: E402
 from harness.errors import HarnessError  # noqa: E402
+from harness.record.store import default_results_root  # noqa: E402
 
 nox.options.default_venv_backend = "venv"
 nox.options.download_python = "never"  # no python.org here; missing interpreters are provisioned
@@ -80,7 +81,9 @@ for _configuration in CATALOG.configurations.values():
 @nox.session(python=False)
 def diff(session: nox.Session) -> None:
     """Compare the latest baseline run of each tier with the latest run of every other configuration."""
-    session.run(sys.executable, "-m", "harness", "diff-latest", "--out", "reports", *session.posargs, external=True)
+    reports = default_results_root() / "reports"
+    session.run(sys.executable, "-m", "harness", "diff-latest", "--format", "md", "json", "html",
+                "--out", str(reports), *session.posargs, external=True)
 
 
 @nox.session

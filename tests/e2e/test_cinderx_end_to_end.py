@@ -1,0 +1,139 @@
+"""The README's main job for real: nox sessions on CPython 3.14 with torch and CinderX from PyPI.
+
+These tests provision what they need (interpreter, shared torch layer, session environments);
+they never skip: if provisioning fails, they fail. Expensive steps run once per module.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.record.store import RunDirectory, find_runs
+
+pytestmark = pytest.mark.e2e
+ROOT = Path(__file__).resolve().parents[2]
+SMOKE = "harness/smoke/test_smoke.py"
+
+
+def nox(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "nox", "-f", str(ROOT / "noxfile.py"), *args],
+                          capture_output=True, text=True, env={**os.environ, **env}, cwd=ROOT)
+
+
+def harness(python: Path | str, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(python), "-m", "harness", *args], capture_output=True, text=True,
+                          env={**os.environ, **(env or {})}, cwd=ROOT)
+
+
+def session_python(session: str) -> Path:
+    return ROOT / ".nox" / session / "bin" / "python"
+
+
+def compiled_in(run: Path, module: str) -> int:
+    record = RunDirectory(run).read_record()
+    return next(f.jit["compiled"] for f in record.files if f.module == module)
+
+
+def only_run(results: Path) -> Path:
+    runs = find_runs(results)
+    assert len(runs) == 1, runs
+    return runs[0][0]
+
+
+@pytest.fixture(scope="module")
+def main_job(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """README command (1): P0 under stock and cinderx-jit, then the diff."""
+    results = tmp_path_factory.mktemp("main")
+    done = nox("-s", "stock-p0", "cinderx-jit-p0", "diff", env={"HARNESS_RESULTS": str(results)})
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return results
+
+
+def test_main_job_gives_a_valid_diff_with_jit_proof(main_job: Path):
+    report = json.loads((main_job / "reports" / "report.json").read_text())
+    assert report["valid"] and report["problems"] == [] and report["summary"]["regressions"] == 0
+    modules = {row["module"]: row for row in report["modules"]}
+    assert set(modules) == {"harness.smoke.test_smoke", "harness.smoke.test_python_patterns",
+                            "harness.smoke.test_compile_interop"}
+    for row in modules.values():
+        assert row["jit_compiled"] > 0, row
+        assert row["baseline"] == row["candidate"] and row["baseline"].get("failed", 0) == 0
+    markdown = (main_job / "reports" / "report.md").read_text()
+    assert "| Module | Baseline P/F/E/S/XF | Candidate P/F/E/S/XF | Compiled | Regressions |" in markdown
+
+
+def test_runs_record_interpreter_versions_and_jit_settings(main_job: Path):
+    records = {record.configuration["name"]: record for _, record in find_runs(main_job)}
+    stock, jit = records["stock"], records["cinderx-jit"]
+    assert stock.interpreter["version"].startswith("3.14") and stock.versions["torch"] == jit.versions["torch"]
+    assert stock.versions["cinderx"] is None and jit.versions["cinderx"]
+    assert jit.threshold == 1000 and all(f.jit["enabled"] and f.jit["threshold"] == 1000 for f in jit.files)
+    assert all(f.contamination is None for f in stock.files)
+
+
+def test_threshold_1_compiles_more_than_the_default(main_job: Path, tmp_path: Path):
+    done = nox("-s", "cinderx-jit-p0", "--", "--threshold", "1", "--select", SMOKE, env={"HARNESS_RESULTS": str(tmp_path)})
+    assert done.returncode == 0, done.stdout[-3000:]
+    default_run = next(path for path, r in find_runs(main_job) if r.configuration["name"] == "cinderx-jit")
+    at_1 = compiled_in(only_run(tmp_path), "harness.smoke.test_smoke")
+    at_1000 = compiled_in(default_run, "harness.smoke.test_smoke")
+    assert at_1 > 2 * at_1000 > 0, (at_1, at_1000)
+
+
+@pytest.fixture(scope="module")
+def stock_smoke(main_job: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    results = tmp_path_factory.mktemp("stock-smoke")
+    done = harness(session_python("stock-p0"), "run", "--config", "stock", "--tier", "p0", "--select", SMOKE,
+                   "--results", str(results))
+    assert done.returncode == 0, done.stderr
+    return only_run(results)
+
+
+def test_stock_with_cinderx_importable_is_contaminated(stock_smoke: Path, tmp_path: Path):
+    done = harness(session_python("cinderx-jit-p0"), "run", "--config", "stock", "--tier", "p0", "--select", SMOKE,
+                   "--results", str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    diff = harness(sys.executable, "diff", str(only_run(tmp_path)), str(stock_smoke), "--format", "json")
+    assert diff.returncode == 2, diff.stdout + diff.stderr
+    assert [p for p in json.loads(diff.stdout)["problems"] if p.startswith("baseline is contaminated: cinderx importable")]
+
+
+def test_jit_that_never_turns_on_is_vacuous(stock_smoke: Path, tmp_path: Path):
+    user = tmp_path / "configurations.yaml"
+    user.write_text("configurations:\n  cinderx-disabled:\n    python: '3.14'\n    packages: [cinderx]\n"
+                    "    jit: 'on'\n    env: {CINDERX_DISABLE: '1'}\n")
+    done = harness(session_python("cinderx-jit-p0"), "run", "--config", "cinderx-disabled", "--tier", "p0",
+                   "--select", SMOKE, "--results", str(tmp_path / "results"), env={"HARNESS_CONFIGURATIONS": str(user)})
+    assert done.returncode == 0, done.stderr
+    diff = harness(sys.executable, "diff", str(stock_smoke), str(only_run(tmp_path / "results")), "--format", "json")
+    assert diff.returncode == 2, diff.stdout + diff.stderr
+    problems = json.loads(diff.stdout)["problems"]
+    assert any("vacuous: the JIT was on but compiled 0 functions" in p for p in problems), problems
+
+
+def test_existing_interpreter_used_as_is_without_a_venv(stock_smoke: Path, tmp_path: Path):
+    python = session_python("stock-p0")
+    user = tmp_path / "configurations.yaml"
+    user.write_text(f"configurations:\n  as-is:\n    python: {python}\n    venv: false\n    jit: absent\n")
+    env = {"HARNESS_CONFIGURATIONS": str(user), "HARNESS_RESULTS": str(tmp_path / "results")}
+    done = nox("-s", "as-is-p0", "--", "--select", SMOKE, env=env)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    run = only_run(tmp_path / "results")
+    assert RunDirectory(run).read_record().interpreter["path"] == str(python)
+    assert not (ROOT / ".nox" / "as-is-p0").exists()  # no environment was made for it
+    diff = harness(sys.executable, "diff", str(stock_smoke), str(run))
+    assert diff.returncode == 0, diff.stdout
+
+
+def test_bad_configuration_stops_nox_with_one_line(tmp_path: Path):
+    user = tmp_path / "configurations.yaml"
+    user.write_text("configurations:\n  mine:\n    python: '3.14'\n    jit: 'on'\n    treshold: 1\n")
+    done = nox("-l", env={"HARNESS_CONFIGURATIONS": str(user)})
+    assert done.returncode != 0
+    assert f"{user}:5: configuration 'mine': unknown key 'treshold'" in done.stderr
