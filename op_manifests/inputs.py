@@ -9,6 +9,7 @@ the loader) and return a view of it, so strides and storage offsets are exactly 
 from __future__ import annotations
 
 import copy
+import math
 from typing import Any
 
 import torch
@@ -68,7 +69,7 @@ def _fill(spec: TensorSpec, generator: torch.Generator) -> torch.Tensor:
     if spec.init == "ones":
         return torch.ones(shape, dtype=dtype)
     if spec.init == "arange":
-        return torch.arange(spec.elements, dtype=torch.float64).reshape(shape).to(dtype)
+        return torch.arange(math.prod(shape), dtype=torch.float64).reshape(shape).to(dtype)
     if spec.init == "randint":
         return torch.randint(args["low"], args["high"], shape, generator=generator).to(dtype)  # type: ignore[arg-type]
     # Random floats are drawn in float32 and then cast, so fp16/bf16 cases see the same values

@@ -77,6 +77,11 @@ def parse(op: str) -> OpName:
     """Check the grammar (no torch import) and return the canonical name."""
     if not isinstance(op, str) or not op:
         raise UnknownOp("op must be a non-empty string like 'torch.add'")
+    return _parse(op)
+
+
+@functools.lru_cache(maxsize=4096)  # a few hundred distinct ops per manifest set; parsed per case
+def _parse(op: str) -> OpName:
     for prefix, namespace in _NAMESPACES:
         if op.startswith(prefix + "."):
             rest = op[len(prefix) + 1 :].split(".")

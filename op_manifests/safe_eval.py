@@ -10,6 +10,7 @@ The only facts about the world a condition can read are the plain variables in C
 from __future__ import annotations
 
 import ast
+import functools
 import math
 import operator
 from collections.abc import Callable, Mapping
@@ -82,6 +83,13 @@ class Condition:
 
 def condition(source: str) -> Condition:
     """Validate a `skip_if` expression now so errors surface at collection with a location."""
+    if not isinstance(source, str):
+        raise UnsafeExpression(f"expression must be a string, got {type(source).__name__}")
+    return _compiled_condition(source)
+
+
+@functools.lru_cache(maxsize=1024)  # generated manifests repeat the same few conditions per case
+def _compiled_condition(source: str) -> Condition:
     return Condition(source, _condition(_parse(source), 0))
 
 

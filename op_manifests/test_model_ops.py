@@ -11,6 +11,8 @@ import pytest
 
 from op_manifests.plan import PlannedCase, Settings
 
+pytestmark = pytest.mark.op_manifest  # selects every generated test: `-m op_manifest`
+
 
 def test_op(
     manifest_case: PlannedCase,
