@@ -73,7 +73,16 @@ def write_manifests(directory: Path, cases: int, files: int) -> None:
 
 
 def time_collection(directory: Path) -> tuple[float, str]:
-    command = [sys.executable, "-m", "pytest", "op_manifests", "--collect-only", "-q", "-p", "no:cacheprovider"]
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "op_manifests",
+        "--collect-only",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+    ]
     command += ["--manifest-dir", str(directory)]
     start = time.perf_counter()
     done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, check=False)
@@ -95,7 +104,9 @@ def main() -> None:
         timings = [time_collection(Path(tmp)) for _ in range(options.repeat)]
     best, collected = min(timings)
     print(f"collected {collected} tests from {options.cases} cases in {options.files} files")
-    print(f"collection time: best {best:.2f} s of {options.repeat} ({', '.join(f'{t:.2f}' for t, _ in timings)})")
+    print(
+        f"collection time: best {best:.2f} s of {options.repeat} ({', '.join(f'{t:.2f}' for t, _ in timings)})"
+    )
     print(f"ratio to the {TARGET_SECONDS:.0f} s target: {best / TARGET_SECONDS:.2f}")
 
 

@@ -329,9 +329,8 @@ class _ManifestReader:
                 label = self.case_label(node)
                 if label in names:
                     raise _Invalid(node, f"duplicate case name '{label}' in model '{model}'")
-                case = self.case(node, model, label, defaults)
                 names.add(label)
-                cases.append(case)
+                cases.append(self.case(node, model, label, defaults))
             except _Invalid as exc:
                 label = label if label is not None else f"#{index}"
                 errors.append((index, ManifestError(self.where(exc.node), exc.message, label)))
@@ -479,6 +478,8 @@ class _ManifestReader:
     def case(self, node: yaml.Node, model: str, name: str, defaults: _Defaults) -> CaseSpec:
         keys = self.mapping(node, "case", _CASE_KEYS)
         op_node = self.require(node, keys, "op")
+        if not isinstance(op_node, yaml.ScalarNode):
+            raise _Invalid(op_node, "op must be a name like 'torch.add'")
         op = self.scalar(op_node)
         try:
             registry.parse(op)  # type: ignore[arg-type]

@@ -84,13 +84,14 @@ def build_plan(
     items: list[PlannedCase] = []
     duplicates: list[Duplicate] = []
     kept: dict[str, str] = {}  # signature -> test id of the first runnable case
+    used_ids: set[str] = set()
     for manifest, owner_error in _owners(selected):
         if owner_error is not None:
-            items.append(_error_item(manifest, -1, owner_error))
+            items.append(_error_item(manifest, -1, owner_error, used_ids))
             continue
         for index, case, error in _in_file_order(manifest):
             if error is not None:
-                items.append(_error_item(manifest, index, error))
+                items.append(_error_item(manifest, index, error, used_ids))
                 continue
             assert case is not None
             item = _plan_case(case, backend, known_markers)
@@ -100,6 +101,7 @@ def build_plan(
                 continue
             if runnable:
                 kept.setdefault(case.signature, case.test_id)
+            used_ids.add(item.test_id)
             items.append(item)
     return Plan(tuple(selected), tuple(items), tuple(duplicates), backend, dedupe)
 
@@ -144,13 +146,17 @@ def _in_file_order(manifest: Manifest) -> Iterator[tuple[int, CaseSpec | None, M
             yield index, next(cases), None
 
 
-def _error_item(manifest: Manifest, index: int, error: ManifestError) -> PlannedCase:
+def _error_item(manifest: Manifest, index: int, error: ManifestError, used_ids: set[str]) -> PlannedCase:
+    """Ids carry the case name when it is known and unique, else the case's index in the file."""
     if index < 0:
         test_id = f"{manifest.path.name}::manifest-error"
     elif error.case is not None and not error.case.startswith("#"):
         test_id = f"{manifest.model}::{error.case}"
     else:
         test_id = f"{manifest.model}::#{index}"
+    if test_id in used_ids:
+        test_id = f"{manifest.model}::#{index}"
+    used_ids.add(test_id)
     return PlannedCase(test_id, manifest.model, "", str(error.where), error=str(error))
 
 

@@ -8,6 +8,7 @@ backend (`fullgraph=False`, so a graph break degrades to eager instead of failin
 from __future__ import annotations
 
 import builtins
+import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -197,6 +198,6 @@ def max_errors(expected: Any, actual: Any) -> tuple[float, float]:
     wide = torch.complex128 if exp.is_complex() or act.is_complex() else torch.float64
     e, a = exp.to(wide), act.to(wide)
     same = (e == a) | (torch.isnan(e) & torch.isnan(a))
-    diff = torch.where(same, 0.0, (a - e).abs()).nan_to_num(nan=float("inf"))
-    rel = torch.where(diff == 0, 0.0, diff / e.abs()).nan_to_num(nan=float("inf"))
+    diff = torch.where(same, 0.0, (a - e).abs()).nan_to_num(nan=math.inf, posinf=math.inf)
+    rel = torch.where(diff == 0, 0.0, diff / e.abs()).nan_to_num(nan=math.inf, posinf=math.inf)
     return float(diff.max()), float(rel.max())

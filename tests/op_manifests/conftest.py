@@ -6,6 +6,7 @@ The `op_manifests` package lives at the repository root, which bare `pytest` (un
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from collections.abc import Callable
@@ -20,10 +21,16 @@ if str(REPO) not in sys.path:
 HOSTILE = Path(__file__).resolve().parent / "hostile"
 
 
-def run_pytest(*args: str, cwd: Path = REPO, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+def run_pytest(
+    *args: str, cwd: Path = REPO, env: dict[str, str] | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
     """`python -m pytest op_manifests ARGS` in a fresh process, exactly as a user runs it."""
     command = [sys.executable, "-m", "pytest", str(REPO / "op_manifests"), "-p", "no:cacheprovider", *args]
-    return subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=timeout, check=False)
+    if env is None:
+        env = {k: v for k, v in os.environ.items() if k != "TEST_COMPILE_BACKEND"}
+    return subprocess.run(
+        command, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, check=False
+    )
 
 
 @pytest.fixture
