@@ -23,7 +23,10 @@ _ELEMENT_TYPE = {"crashed": "crashed", "timeout": "timeout", "xfailed": "pytest.
 
 def write_suite(path: Path, suite_name: str, results: Iterable[TestResult],
                 properties: dict[str, str], replay: dict[str, str]) -> None:
-    """One <testsuite> with the results; `replay` maps node ids to the command that reruns them."""
+    """One <testsuite> with the results; `replay` maps node ids to the command that reruns them.
+
+    Suite properties carry the configuration, tier, file and `replay_prefix` (the command that
+    reruns any node ids of this file in this configuration, node ids appended)."""
     suite = TestSuite(suite_name)
     for key, value in properties.items():
         suite.add_property(key, value)
@@ -35,6 +38,8 @@ def write_suite(path: Path, suite_name: str, results: Iterable[TestResult],
             case_properties.add_property(Property("nodeid", result.nodeid))
         if result.nodeid in replay:
             case_properties.add_property(Property("replay", replay[result.nodeid]))
+        for number, attempt in enumerate(result.attempts, 1):
+            case_properties.add_property(Property(f"attempt.{number}", attempt))
         case.append(case_properties)
         element = _RESULT_ELEMENT.get(result.outcome)
         if element is not None:
@@ -83,6 +88,8 @@ def _result(case: TestCase, module: str) -> TestResult:
         text=text,
         nodeid=props.get("nodeid", ""),
         replay=props.get("replay", ""),
+        attempts=tuple(props[key] for key in sorted((k for k in props if k.startswith("attempt.")),
+                                                    key=lambda k: int(k.split(".")[1]))),
     )
 
 

@@ -31,6 +31,7 @@ class TestResult:
     text: str = ""
     nodeid: str = ""
     replay: str = ""  # the command that reruns this test alone in its configuration
+    attempts: tuple[str, ...] = ()  # earlier attempts of a rerun test ("failed: message"), oldest first
 
     @property
     def test_id(self) -> str:

@@ -30,6 +30,7 @@ class Recorder:
     def __init__(self, stream: IO[str] | None) -> None:
         self.stream = stream
         self.outcomes: dict[str, dict[str, Any]] = {}
+        self.attempts: dict[str, list[str]] = {}
 
     def emit(self, event: str, **fields: Any) -> None:
         if self.stream is not None:
@@ -68,13 +69,17 @@ def pytest_collectreport(report: pytest.CollectReport) -> None:
                        text=report.longreprtext[-MAX_TEXT:])
 
 
+def _fresh_result() -> dict[str, Any]:
+    return {"outcome": "passed", "duration": 0.0, "message": "", "text": ""}
+
+
 def pytest_runtest_logstart(nodeid: str, location: tuple[str, int | None, str]) -> None:
-    _recorder.outcomes[nodeid] = {"outcome": "passed", "duration": 0.0, "message": "", "text": ""}
+    _recorder.outcomes[nodeid] = _fresh_result()
     _recorder.emit("start", nodeid=nodeid)
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    result = _recorder.outcomes.setdefault(report.nodeid, {"outcome": "passed", "duration": 0.0, "message": "", "text": ""})
+    result = _recorder.outcomes.setdefault(report.nodeid, _fresh_result())
     result["duration"] += report.duration
     outcome = _phase_outcome(report)
     if outcome is not None and _RANK[outcome] > _RANK[result["outcome"]]:
@@ -84,7 +89,12 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 
 
 def pytest_runtest_logfinish(nodeid: str, location: tuple[str, int | None, str]) -> None:
-    _recorder.emit("result", nodeid=nodeid, **_recorder.outcomes.pop(nodeid))
+    """The final word on a test; a test run again in this process (pytest-rerunfailures,
+    flakefinder) carries its earlier attempts, oldest first, and the last attempt decides."""
+    result = _recorder.outcomes.pop(nodeid)
+    earlier = _recorder.attempts.setdefault(nodeid, [])
+    _recorder.emit("result", nodeid=nodeid, attempts=list(earlier), **result)
+    earlier.append(f"{result['outcome']}: {result['message']}".rstrip(": "))
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

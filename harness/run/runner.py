@@ -32,7 +32,8 @@ from harness.record.fingerprint import describe_interpreter, environment_fingerp
 from harness.record.model import FileRecord, RunRecord, TestResult, junit_names
 from harness.record.store import RunDirectory
 
-LOG_TAIL_LINES = 40  # faulthandler's dump of a crashed test fits in this; the full log stays on disk
+LOG_TAIL_LINES = 40  # kept of a dead process's output when faulthandler printed nothing
+MAX_DUMP_LINES = 400  # a faulthandler dump of every thread's stack; the full log stays on disk
 KILL_GRACE_SECONDS = 10  # after SIGABRT (which makes faulthandler dump every stack) before SIGKILL
 
 
@@ -132,7 +133,8 @@ def run_file(request: RunRequest, run: RunDirectory, env: dict[str, str], file: 
                        _log_tail(run.log(module)))
     junit.write_suite(
         run.junit(module), module, outcome.results,
-        properties={"configuration": request.configuration.name, "tier": request.tier.name, "file": file},
+        properties={"configuration": request.configuration.name, "tier": request.tier.name, "file": file,
+                    "replay_prefix": replay},
         replay={r.nodeid: f"{replay} {shlex.quote(r.nodeid)}" for r in outcome.results if r.nodeid},
     )
     return outcome
@@ -190,8 +192,9 @@ def _collate(module: str, file: str, returncode: int, timed_out: bool, duration:
             running = event["nodeid"]
         elif kind == "result":
             running = None
-            results[event["nodeid"]] = _result(module, event["nodeid"], event["outcome"], event["duration"],
-                                               event["message"], event["text"])
+            results[event["nodeid"]] = replace(
+                _result(module, event["nodeid"], event["outcome"], event["duration"], event["message"], event["text"]),
+                attempts=tuple(event.get("attempts", ())))
         elif kind == "collect_error":
             nodeid = event["nodeid"] or file
             results[nodeid] = _result(module, nodeid, "error", 0.0, f"collection error: {event['message']}", event["text"])
@@ -242,8 +245,11 @@ def _signal_name(returncode: int) -> str | None:
 
 
 def _log_tail(path: Path) -> str:
+    """The end of a process's output, from faulthandler's last dump if there is one."""
     lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-    return "\n".join(lines[-LOG_TAIL_LINES:])
+    dumps = [i for i, line in enumerate(lines) if "Fatal Python error" in line or line.startswith("Timeout (")]
+    start = max(dumps[-1] if dumps else len(lines) - LOG_TAIL_LINES, len(lines) - MAX_DUMP_LINES, 0)
+    return "\n".join(lines[start:])
 
 
 def _child_environment(request: RunRequest, run: RunDirectory) -> dict[str, str]:

@@ -15,12 +15,19 @@ def test_every_outcome_is_recorded_in_junit_and_run_record(run_outcomes):
     assert outcomes(run, "test_outcomes") == {
         "test_passes": "passed", "test_fails": "failed", "test_skipped": "skipped",
         "test_xfails": "xfailed", "test_xpasses": "xpassed", "test_errors_in_setup": "error",
-        "test_param[1]": "passed", "test_param[2]": "passed",
+        "test_param[1]": "passed", "test_param[2]": "passed", "test_passes_on_second_attempt": "passed",
     }
     record = run.read_record()
     assert record.status == "complete"
     assert record.files[0].exit_status == 1 and record.files[0].signal is None
-    assert record.files[0].counts == {"error": 1, "failed": 1, "passed": 3, "skipped": 1, "xfailed": 1, "xpassed": 1}
+    assert record.files[0].counts == {"error": 1, "failed": 1, "passed": 4, "skipped": 1, "xfailed": 1, "xpassed": 1}
+
+
+def test_rerun_attempts_are_kept_and_the_final_attempt_decides(run_outcomes):
+    run = run_outcomes("test_outcomes.py::test_passes_on_second_attempt")
+    [result] = read_results(run.junit("test_outcomes"))
+    assert result.outcome == "passed"
+    assert len(result.attempts) == 1 and result.attempts[0].startswith("failed: AssertionError: first attempt fails")
 
 
 def test_failure_keeps_message_and_replay_command(run_outcomes):
