@@ -778,10 +778,6 @@ def confined_path(base_dir: Path | str, relative: str) -> Path:
     return resolved
 
 
-def iter_tensor_specs(case: CaseSpec) -> Iterator[TensorSpec]:
-    yield from _tensor_specs(case.args + tuple(arg for _, arg in case.kwargs))
-
-
 def _tensor_specs(args: tuple[Arg, ...]) -> Iterator[TensorSpec]:
     for arg in args:
         if isinstance(arg, TensorSpec):

@@ -125,7 +125,11 @@ def summarize(plan: Plan, outcomes: list[CaseOutcome]) -> dict[str, Any]:
             "distinct_ops": len({case.op for case in cases}),
             "distinct_input_signatures": len({case.signature for case in cases}),
             "models": {
-                model: {"ops": len(per_model_ops[model]), "input_signatures": len(per_model_sigs[model])}
+                model: {
+                    "ops": len(per_model_ops[model]),
+                    "input_signatures": len(per_model_sigs[model]),
+                    "duplicates_not_collected": sum(1 for d in plan.duplicates if d.model == model),
+                }
                 for model in sorted(per_model_ops)
             },
         },
@@ -208,9 +212,11 @@ def markdown(summary: dict[str, Any]) -> str:
     out += _table(
         ("op", "tests", "passed", "failed", "error", "skipped", "pass rate", "runtime s"), summary["ops"]
     )
-    out += ["", "## Coverage per model", "", "| model | ops | input signatures |", "|---|---:|---:|"]
+    out += ["", "## Coverage per model", "", "| model | ops | input signatures | duplicates not collected |"]
+    out += ["|---|---:|---:|---:|"]
     out += [
-        f"| {m} | {c['ops']} | {c['input_signatures']} |" for m, c in summary["coverage"]["models"].items()
+        f"| {m} | {c['ops']} | {c['input_signatures']} | {c['duplicates_not_collected']} |"
+        for m, c in summary["coverage"]["models"].items()
     ]
     out += ["", "## Slowest cases", "", "| test | op | outcome | seconds | max abs err | max rel err |"]
     out += ["|---|---|---|---:|---:|---:|"]

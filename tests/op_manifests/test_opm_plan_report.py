@@ -87,7 +87,10 @@ def test_report_has_pass_rates_coverage_dedupe_and_runtimes(two_models, tmp_path
     assert summary["ops"]["torch.add"]["pass_rate"] == 1.0 and summary["ops"]["torch.neg"]["pass_rate"] == 0.0
     assert summary["coverage"]["distinct_ops"] == 2
     assert summary["coverage"]["distinct_input_signatures"] == 2
-    assert summary["coverage"]["models"]["beta"] == {"ops": 1, "input_signatures": 1}
+    assert summary["coverage"]["models"]["beta"] == {
+        "ops": 1, "input_signatures": 1, "duplicates_not_collected": 1
+    }  # fmt: skip
+    assert "| beta | 1 | 1 | 1 |" in markdown(summary)
     assert summary["dedupe_stats"] == {
         "valid_cases": 3, "collected": 2, "duplicates_not_collected": 1, "efficiency": 0.3333
     }  # fmt: skip
