@@ -17,7 +17,8 @@ SHIPPED = Path(__file__).with_name("data") / "tiers.yaml"
 HARNESS_ROOT = Path(__file__).resolve().parents[2]
 SOURCES = {"harness": "harness", "pytorch": "pytorch"}
 REQUIREMENTS = {"cuda": "cuda"}
-_TIER_KEYS = {"description", "source", "files", "exclude", "timeout", "env", "pytest_args", "requires"}
+_TIER_KEYS = {"description", "source", "files", "exclude", "timeout", "test_timeout", "env", "pytest_args",
+              "requires", "stages"}
 
 
 @dataclass(frozen=True)
@@ -30,9 +31,11 @@ class Tier:
     description: str = ""
     exclude: tuple[str, ...] = ()
     timeout: int = 3600
+    test_timeout: int = 600
     env: dict[str, str] = field(default_factory=dict)
     pytest_args: tuple[str, ...] = ()
     requires: str | None = None
+    stages: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     def tests_dir(self, override: Path | None) -> Path:
         """Where this tier's files live: the harness itself, or a PyTorch `test/` folder."""
@@ -82,9 +85,8 @@ def _read(path: Path) -> dict[str, Tier]:
 def _tier(name: str, section: Section) -> Tier:
     section.check_keys(_TIER_KEYS)
     section.require("files")
-    timeout = section.scalar("timeout", int, 3600)
-    if timeout <= 0:
-        section.fail(section.require("timeout"), f"tier '{name}': 'timeout' must be positive")
+    timeout = _positive(section, name, "timeout", 3600)
+    test_timeout = _positive(section, name, "test_timeout", min(600, timeout))
     requires = section.choice("requires", REQUIREMENTS, "") if section.has("requires") else None
     return Tier(
         name=name,
@@ -96,4 +98,21 @@ def _tier(name: str, section: Section) -> Tier:
         env=section.string_map("env"),
         pytest_args=section.strings("pytest_args"),
         requires=requires,
+        test_timeout=test_timeout,
+        stages=_stages(section, name),
     )
+
+
+def _positive(section: Section, tier: str, key: str, default: int) -> int:
+    value = section.scalar(key, int, default)
+    if value <= 0:
+        section.fail(section.require(key), f"tier '{tier}': '{key}' must be positive")
+    return value
+
+
+def _stages(section: Section, tier: str) -> dict[str, tuple[str, ...]]:
+    """Named groups of the tier's files (seed 003's pipeline stages), selectable with --stage."""
+    if not section.has("stages"):
+        return {}
+    stages = section.child("stages", f"tier '{tier}': 'stages'")
+    return {name: stages.section_of(stages.node, f"tier '{tier}': stage '{name}'").strings(name) for name, _ in stages.items()}

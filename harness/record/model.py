@@ -61,6 +61,7 @@ class FileRecord:
     jit_error: str | None = None
     contamination: str | None = None
     culprit: str | None = None
+    processes: int = 1  # more than 1 when the file was resumed in a fresh process after a crash or hang
 
     @property
     def vacuous(self) -> bool:
@@ -86,6 +87,9 @@ class RunRecord:
     skipped_reason: str | None = None
     files: tuple[FileRecord, ...] = ()
     command: list[str] = field(default_factory=list)
+    targets: tuple[str, ...] = ()  # the files or node ids this run was asked to run (a shard's share)
+    shard: str | None = None  # "I/N" when the tier was split across machines
+    python: str = ""  # the interpreter the test processes ran under (what --resume reuses)
     schema: int = SCHEMA
 
     @property
@@ -106,4 +110,5 @@ class RunRecord:
         values = {key: value for key, value in data.items() if key in known}
         values["files"] = tuple(FileRecord(**{k: v for k, v in item.items() if k in file_fields})
                                 for item in data.get("files", ()))
+        values["targets"] = tuple(values.get("targets", ()))
         return cls(**values)

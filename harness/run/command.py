@@ -8,24 +8,33 @@ from pathlib import Path
 
 from harness.configure.configurations import load_catalog
 from harness.configure.provision import ensure_python
-from harness.configure.tiers import get_tier
+from harness.configure.tiers import Tier, get_tier
 from harness.errors import HarnessError
-from harness.record.store import default_results_root
-from harness.run.runner import RunRequest, default_python, execute
+from harness.record.store import RunDirectory, default_results_root
+from harness.run.runner import RunRequest, default_python, execute, resume
+from harness.run.schedule import parse_shard, run_durations, shard_files, size_weights
 
 EXIT_OK = 0
 
 
 def add_commands(commands: argparse._SubParsersAction) -> None:
     run = commands.add_parser("run", help="run one configuration x one tier with this interpreter")
-    run.add_argument("--config", required=True, help="configuration name (see configurations.yaml)")
-    run.add_argument("--tier", required=True, help="tier name (see tiers.yaml)")
+    run.add_argument("--config", help="configuration name (see configurations.yaml)")
+    run.add_argument("--tier", help="tier name (see tiers.yaml)")
     run.add_argument("--threshold", type=int, help="JIT compile threshold for this run (JIT configurations)")
     run.add_argument("--tests-dir", type=Path, help="a PyTorch checkout's test/ or any folder of test files")
     run.add_argument("--select", nargs="+", action="extend", metavar="FILE_OR_NODEID",
                      help="test files or node ids, relative to the tests directory, instead of the tier's list")
+    run.add_argument("--stage", nargs="+", action="extend", metavar="STAGE",
+                     help="only these stages of the tier (p3: capture, normalize, post-grad, ir, codegen, ...)")
     run.add_argument("--results", type=Path, help="results root (default: $HARNESS_RESULTS or ./results)")
     run.add_argument("--python", help="interpreter for the test processes (default: the one running this)")
+    run.add_argument("--jobs", type=int, default=1, help="test files run in parallel (default 1)")
+    run.add_argument("--shard", help="I/N: run only shard I of N, the same files in every configuration")
+    run.add_argument("--durations", type=Path, metavar="RUN_DIR",
+                     help="balance shards on this earlier run's file durations (default: file sizes)")
+    run.add_argument("--resume", type=Path, metavar="RUN_DIR",
+                     help="continue an interrupted run without rerunning what finished")
     run.set_defaults(handler=_run)
 
     provision = commands.add_parser("provision", help="find or provision an interpreter (e.g. 3.14)")
@@ -34,19 +43,47 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    if args.jobs < 1:
+        raise HarnessError(f"--jobs must be at least 1, not {args.jobs}")
+    if args.resume:
+        return _resume(args)
+    if not args.config or not args.tier:
+        raise HarnessError("run needs --config and --tier (or --resume RUN_DIR)")
     configuration = load_catalog().get(args.config).with_threshold(args.threshold)
     tier = get_tier(args.tier)
     tests_dir = tier.tests_dir(args.tests_dir).resolve()
-    targets = tuple(args.select) if args.select else tuple(tier.discover(tests_dir))
+    targets = tuple(args.select) if args.select else tuple(_tier_files(tier, tests_dir, args.stage))
+    if args.shard:
+        index, count = parse_shard(args.shard)
+        weights = run_durations(args.durations) if args.durations else size_weights(tests_dir, list(targets))
+        targets = tuple(shard_files(list(targets), index, count, weights))
     if not targets:
         raise HarnessError(f"tier '{tier.name}' matches no test files under {tests_dir}")
     request = RunRequest(
         configuration=configuration, tier=tier, tests_dir=tests_dir, targets=targets,
         results_root=(args.results or default_results_root()).resolve(),
-        python=args.python or default_python(), command=sys.argv,
+        python=args.python or default_python(), command=tuple(sys.argv), jobs=args.jobs, shard=args.shard,
     )
-    run_dir = execute(request)
-    print(f"run directory: {run_dir}")
+    print(f"run directory: {execute(request)}")
+    return EXIT_OK
+
+
+def _tier_files(tier: Tier, tests_dir: Path, stages: list[str] | None) -> list[str]:
+    files = tier.discover(tests_dir)
+    if not stages:
+        return files
+    unknown = [s for s in stages if s not in tier.stages]
+    if unknown:
+        known = ", ".join(tier.stages) or "none"
+        raise HarnessError(f"--stage {' '.join(unknown)}: tier '{tier.name}' has no such stage (stages: {known})")
+    wanted = {pattern for stage in stages for pattern in tier.stages[stage]}
+    return [f for f in files if any(Path(f).match(pattern) for pattern in wanted)]
+
+
+def _resume(args: argparse.Namespace) -> int:
+    record = RunDirectory(args.resume).read_record()
+    configuration = load_catalog().get(record.configuration["name"]).with_threshold(record.threshold)
+    print(f"run directory: {resume(args.resume, configuration, get_tier(record.tier), args.jobs)}")
     return EXIT_OK
 
 

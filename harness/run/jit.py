@@ -111,6 +111,14 @@ def snapshot() -> JitSnapshot:
                            compile_time_ms=None, error=f"{type(error).__name__}: {error}")
 
 
+def compiled_now() -> int:
+    """Compiled functions so far, without waiting for background compiles (cheap, may lag)."""
+    module = sys.modules.get("cinderx.jit")
+    if module is None or not module.is_available():
+        return 0
+    return len(module.get_compiled_functions())
+
+
 def is_compiled(function: Callable[..., Any]) -> bool:
     """True when `function` runs as JIT-compiled code (after pending background compiles)."""
     jit = sys.modules.get("cinderx.jit")

@@ -4,7 +4,9 @@ It does three things, all driven by HARNESS_* environment variables set by the r
 - switches the JIT as the configuration asks, after collection (seed 001) or at start-up;
 - in `jit: absent` configurations, proves CinderX cannot be imported (seed 000's falsifier);
 - streams every test's start and outcome to HARNESS_EVENTS as JSON lines, as they happen, so a
-  crash or hang loses nothing already obtained, and ends the stream with the JIT's real state.
+  crash or hang loses nothing already obtained, and ends the stream with the JIT's real state;
+- leaves out the tests listed in HARNESS_DESELECT, so a fresh process resumes a file after the
+  test that crashed the previous one.
 
 Standard library only: it runs inside every configuration's interpreter. Without HARNESS_EVENTS
 (plain `pytest harness/smoke`) it records nothing and only applies the JIT request.
@@ -22,6 +24,7 @@ import pytest
 from harness.run import jit
 
 MAX_TEXT = 20_000  # characters of failure text kept per test: enough to classify, bounded on disk
+JIT_COUNT_INTERVAL = 5.0  # seconds between compiled-function counts, so a crash keeps a recent one
 
 
 class Recorder:
@@ -31,6 +34,7 @@ class Recorder:
         self.stream = stream
         self.outcomes: dict[str, dict[str, Any]] = {}
         self.attempts: dict[str, list[str]] = {}
+        self.last_jit_count = time.monotonic()
 
     def emit(self, event: str, **fields: Any) -> None:
         if self.stream is not None:
@@ -50,6 +54,19 @@ def pytest_configure(config: pytest.Config) -> None:
     _recorder.emit("session_start", pid=os.getpid(), jit_request=_request.__dict__, contamination=contamination)
     if _request.activation == "startup":
         _switch_jit()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Leave out tests an earlier process of this file already finished (or crashed in)."""
+    path = os.environ.get("HARNESS_DESELECT")
+    if not path or not os.path.exists(path):
+        return
+    with open(path, encoding="utf-8") as handle:
+        done = set(handle.read().splitlines())
+    kept = [item for item in items if item.nodeid not in done]
+    if len(kept) != len(items):
+        config.hook.pytest_deselected(items=[item for item in items if item.nodeid in done])
+        items[:] = kept
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
@@ -95,6 +112,9 @@ def pytest_runtest_logfinish(nodeid: str, location: tuple[str, int | None, str])
     earlier = _recorder.attempts.setdefault(nodeid, [])
     _recorder.emit("result", nodeid=nodeid, attempts=list(earlier), **result)
     earlier.append(f"{result['outcome']}: {result['message']}".rstrip(": "))
+    if _request.mode != "absent" and time.monotonic() - _recorder.last_jit_count > JIT_COUNT_INTERVAL:
+        _recorder.last_jit_count = time.monotonic()
+        _recorder.emit("jit_count", compiled=jit.compiled_now())
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

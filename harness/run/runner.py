@@ -1,23 +1,18 @@
-"""Run one configuration x one tier: one process per test file, everything recorded as it happens.
+"""Run one configuration x one tier (x one shard): files in parallel, everything recorded as it happens.
 
-Each test process loads the harness plugin, which streams every test's start and outcome to an
-events file. When a process dies (a signal, `os._exit`, a kill after the time limit) the test
-that was running is recorded as crashed or timeout, with the tail of the faulthandler output,
-and nothing that finished before it is lost. The run record is rewritten after every file, so an
-interrupt leaves a consistent run directory.
+Each file runs through `filerun` (fresh processes, crash and hang attribution). The run record is
+rewritten after every file, so Ctrl-C or SIGTERM leaves a consistent run directory, and `--resume`
+continues it: finished files are not run again, and a file cut short resumes after its last test.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import shlex
 import signal
 import subprocess
 import sys
-import time
-from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
@@ -27,14 +22,12 @@ import harness
 from harness.configure.configurations import Configuration
 from harness.configure.tiers import HARNESS_ROOT, Tier
 from harness.errors import HarnessError
-from harness.record import junit
 from harness.record.fingerprint import describe_interpreter, environment_fingerprint, sources_identity
-from harness.record.model import FileRecord, RunRecord, TestResult, junit_names
+from harness.record.model import FileRecord, RunRecord
 from harness.record.store import RunDirectory
-
-LOG_TAIL_LINES = 40  # kept of a dead process's output when faulthandler printed nothing
-MAX_DUMP_LINES = 400  # a faulthandler dump of every thread's stack; the full log stays on disk
-KILL_GRACE_SECONDS = 10  # after SIGABRT (which makes faulthandler dump every stack) before SIGKILL
+from harness.run.filerun import LIVE, FileContext, run_file
+from harness.run.progress import RunProgress
+from harness.run.schedule import earlier_durations, longest_first
 
 
 @dataclass(frozen=True)
@@ -48,12 +41,8 @@ class RunRequest:
     results_root: Path
     python: str
     command: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class FileOutcome:
-    record: FileRecord
-    results: tuple[TestResult, ...]
+    jobs: int = 1
+    shard: str | None = None
 
 
 def group_targets(targets: tuple[str, ...]) -> dict[str, list[str]]:
@@ -64,22 +53,19 @@ def group_targets(targets: tuple[str, ...]) -> dict[str, list[str]]:
     return grouped
 
 
-def module_key(file: str) -> str:
-    return file.removesuffix(".py").replace("/", ".")
-
-
-def execute(request: RunRequest, announce=print) -> Path:
-    """Run every target file and return the run directory."""
-    interpreter = describe_interpreter(request.python)
+def execute(request: RunRequest, announce: Callable[[str], None] | None = None) -> Path:
+    """Start a new run directory and run every target file in it."""
     grouped = group_targets(request.targets)
     for file in grouped:
         if not (request.tests_dir / file).is_file():
             raise HarnessError(f"--select: {file} not found under {request.tests_dir}")
+    interpreter = describe_interpreter(request.python)
     config = request.configuration
     started = datetime.now(timezone.utc)
-    run = RunDirectory(request.results_root / f"{config.name}-{request.tier.name}-{started:%Y%m%dT%H%M%S%f}")
+    shard = f"-shard{request.shard.replace('/', 'of')}" if request.shard else ""
+    run = RunDirectory(request.results_root / f"{config.name}-{request.tier.name}{shard}-{started:%Y%m%dT%H%M%S%f}")
     run.create()
-    env = _child_environment(request, run)
+    env = child_environment(config, request.tier, run)
     record = RunRecord(
         configuration={**config.__dict__, "env": dict(config.env)},
         tier=request.tier.name,
@@ -91,177 +77,85 @@ def execute(request: RunRequest, announce=print) -> Path:
         test_sources=sources_identity(request.tests_dir, list(grouped)),
         started=started.isoformat(),
         command=list(request.command),
+        targets=request.targets,
+        shard=request.shard,
+        python=request.python,
     )
     skip = _unmet_requirement(request.tier, request.python, env)
     if skip:
         run.write_record(replace(record, status="complete", skipped_reason=skip, finished=_now()))
-        announce(f"tier {request.tier.name} skipped: {skip}")
+        RunProgress(0, announce).announce(f"tier {request.tier.name} skipped: {skip}")
         return run.root
     run.write_record(record)
-    files: list[FileRecord] = []
-    try:
-        with _sigterm_as_interrupt():
-            for index, (file, targets) in enumerate(grouped.items(), 1):
-                outcome = run_file(request, run, env, file, targets)
-                files.append(outcome.record)
-                run.write_record(replace(record, files=tuple(files)))
-                announce(_progress_line(index, len(grouped), outcome.record))
-    except KeyboardInterrupt:
-        run.write_record(replace(record, files=tuple(files), status="interrupted", finished=_now()))
-        announce(f"interrupted: {len(files)} of {len(grouped)} files recorded in {run.root}")
-        raise
-    run.write_record(replace(record, files=tuple(files), status="complete", finished=_now()))
+    context = FileContext(request.python, request.tests_dir, request.tier, config, run, env)
+    order = longest_first(list(grouped), earlier_durations(request.results_root, request.tier.name))
+    _run_files(context, record, {file: grouped[file] for file in order}, request.jobs, announce)
     return run.root
 
 
-def run_file(request: RunRequest, run: RunDirectory, env: dict[str, str], file: str, targets: list[str]) -> FileOutcome:
-    """One test process for one file; its JUnit XML is written even if the process dies."""
-    module = module_key(file)
-    events_path = run.events(module)
-    child_env = {**env, "HARNESS_EVENTS": str(events_path.resolve())}
-    command = [request.python, "-bb", "-X", "faulthandler", "-m", "pytest", *targets,
-               "-p", "harness.run.plugin", "-q", "--color=no", "-o", f"cache_dir={run.cache / 'pytest'}",
-               *request.tier.pytest_args]
-    began = time.monotonic()
-    with open(run.log(module), "ab") as log:
-        process = subprocess.Popen(command, cwd=request.tests_dir, env=child_env, stdout=log,
-                                   stderr=subprocess.STDOUT, start_new_session=True)
-        timed_out = _wait(process, request.tier.timeout)
-    duration = time.monotonic() - began
-    replay = _replay_prefix(request, child_env)
-    outcome = _collate(module, file, process.returncode, timed_out, duration, _read_events(events_path),
-                       _log_tail(run.log(module)))
-    junit.write_suite(
-        run.junit(module), module, outcome.results,
-        properties={"configuration": request.configuration.name, "tier": request.tier.name, "file": file,
-                    "replay_prefix": replay},
-        replay={r.nodeid: f"{replay} {shlex.quote(r.nodeid)}" for r in outcome.results if r.nodeid},
-    )
-    return outcome
+def resume(run_dir: Path, configuration: Configuration, tier: Tier, jobs: int,
+           announce: Callable[[str], None] | None = None) -> Path:
+    """Continue an interrupted run: finished files stay, the rest run (after their last finished test)."""
+    run = RunDirectory(run_dir)
+    record = run.read_record()
+    if record.status == "complete":
+        raise HarnessError(f"{run_dir}: the run is complete; nothing to resume")
+    grouped = group_targets(record.targets)
+    finished = {f.file for f in record.files}
+    pending = {file: targets for file, targets in grouped.items() if file not in finished}
+    context = FileContext(record.python, Path(record.tests_dir), tier, configuration, run,
+                          child_environment(configuration, tier, run))
+    record = replace(record, status="running", finished=None)
+    run.write_record(record)
+    _run_files(context, record, pending, jobs, announce)
+    return run.root
 
 
-def _wait(process: subprocess.Popen[bytes], timeout: int) -> bool:
-    """Wait for the process; past the limit, dump its stacks (SIGABRT -> faulthandler), then kill it."""
+def _run_files(context: FileContext, record: RunRecord, pending: dict[str, list[str]], jobs: int,
+               announce: Callable[[str], None] | None) -> None:
+    """Run files `jobs` at a time; rewrite the record after each; on interrupt, record and stop."""
+    files: list[FileRecord] = list(record.files)
+    progress = RunProgress(len(pending), announce)
+    queue = iter(pending.items())
+    running: dict[Future, str] = {}
     try:
-        process.wait(timeout=timeout)
-        return False
-    except subprocess.TimeoutExpired:
-        _signal_group(process, signal.SIGABRT)
-        try:
-            process.wait(timeout=KILL_GRACE_SECONDS)
-        except subprocess.TimeoutExpired:
-            _signal_group(process, signal.SIGKILL)
-            process.wait()
-        return True
+        with progress, _sigterm_as_interrupt(), ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+            def submit_next() -> None:
+                for file, targets in queue:
+                    running[pool.submit(run_file, context, file, targets, progress.event)] = file
+                    return
+            for _ in range(max(1, jobs)):
+                submit_next()
+            while running:
+                done, _ = wait(running, return_when=FIRST_COMPLETED)
+                for future in done:
+                    running.pop(future)
+                    outcome = future.result()
+                    files.append(outcome.record)
+                    context.run.write_record(replace(record, files=tuple(files)))
+                    progress.file_done(outcome.record)
+                    submit_next()
     except KeyboardInterrupt:
-        _signal_group(process, signal.SIGKILL)
-        process.wait()
+        LIVE.kill_all()
+        for future in running:
+            future.cancel()
+        context.run.write_record(replace(record, files=tuple(files), status="interrupted", finished=_now()))
+        progress.announce(f"interrupted: {len(files)} files recorded in {context.run.root}; "
+                           f"continue with: python -m harness run --resume {context.run.root}")
         raise
+    context.run.write_record(replace(record, files=tuple(files), status="complete", finished=_now()))
 
 
-def _signal_group(process: subprocess.Popen[bytes], sig: signal.Signals) -> None:
-    try:
-        os.killpg(process.pid, sig)
-    except ProcessLookupError:
-        pass
-
-
-def _read_events(path: Path) -> list[dict]:
-    """The plugin's stream; a line cut short by a crash is ignored, every complete one is kept."""
-    if not path.is_file():
-        return []
-    events = []
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-        try:
-            events.append(json.loads(line))
-        except ValueError:
-            continue
-    return events
-
-
-def _collate(module: str, file: str, returncode: int, timed_out: bool, duration: float,
-             events: list[dict], log_tail: str) -> FileOutcome:
-    """Turn the event stream and the exit status into one result per test and a file record."""
-    results: dict[str, TestResult] = {}
-    running: str | None = None
-    finish: dict | None = None
-    facts: dict[str, object] = {}
-    for event in events:
-        kind = event["event"]
-        if kind == "start":
-            running = event["nodeid"]
-        elif kind == "result":
-            running = None
-            results[event["nodeid"]] = replace(
-                _result(module, event["nodeid"], event["outcome"], event["duration"], event["message"], event["text"]),
-                attempts=tuple(event.get("attempts", ())))
-        elif kind == "collect_error":
-            nodeid = event["nodeid"] or file
-            results[nodeid] = _result(module, nodeid, "error", 0.0, f"collection error: {event['message']}", event["text"])
-        elif kind == "session_start":
-            facts["contamination"] = event.get("contamination")
-        elif kind == "jit_applied":
-            facts["jit_error"] = event.get("error")
-        elif kind == "session_finish":
-            finish = event
-    signal_name = _signal_name(returncode)
-    culprit = None
-    if running is not None or finish is None:
-        how = "timeout" if timed_out else "crashed"
-        cause = (f"timed out after the tier's limit" if timed_out
-                 else f"process died with {signal_name or f'exit status {returncode}'}")
-        culprit_id = running or f"{file}::<process>"
-        results[culprit_id] = _result(module, culprit_id, how, 0.0, f"{cause} while running {culprit_id}", log_tail)
-        culprit = f"{culprit_id}: {cause}"
-    counts = Counter(result.outcome for result in results.values())
-    record = FileRecord(
-        file=file,
-        module=module,
-        exit_status=returncode,
-        signal=signal_name,
-        duration=round(duration, 3),
-        counts=dict(sorted(counts.items())),
-        jit=finish.get("jit") if finish else None,
-        jit_error=facts.get("jit_error"),  # type: ignore[arg-type]
-        contamination=facts.get("contamination"),  # type: ignore[arg-type]
-        culprit=culprit,
-    )
-    return FileOutcome(record, tuple(results.values()))
-
-
-def _result(module: str, nodeid: str, outcome: str, duration: float, message: str, text: str) -> TestResult:
-    classname, name = junit_names(nodeid)
-    return TestResult(classname=classname, name=name, outcome=outcome, module=module, duration=duration,
-                      message=message, text=text, nodeid=nodeid)
-
-
-def _signal_name(returncode: int) -> str | None:
-    if returncode >= 0:
-        return None
-    try:
-        return signal.Signals(-returncode).name
-    except ValueError:
-        return f"signal {-returncode}"
-
-
-def _log_tail(path: Path) -> str:
-    """The end of a process's output, from faulthandler's last dump if there is one."""
-    lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-    dumps = [i for i, line in enumerate(lines) if "Fatal Python error" in line or line.startswith("Timeout (")]
-    start = max(dumps[-1] if dumps else len(lines) - LOG_TAIL_LINES, len(lines) - MAX_DUMP_LINES, 0)
-    return "\n".join(lines[start:])
-
-
-def _child_environment(request: RunRequest, run: RunDirectory) -> dict[str, str]:
+def child_environment(config: Configuration, tier: Tier, run: RunDirectory) -> dict[str, str]:
     """The same environment discipline in every configuration; only the configuration's own part differs."""
     env = dict(os.environ)
     env.pop("CI", None)  # a non-empty CI switches PyTorch into CI mode (downloads, XML): off everywhere
-    config = request.configuration
     env.update({
         "PYTORCH_PRINT_REPRO_ON_FAILURE": "0",
+        "PYTORCH_HYPOTHESIS_PROFILE": "dev",  # PyTorch picks its hypothesis profile from this, same everywhere
         "TORCHINDUCTOR_CACHE_DIR": str((run.cache / "inductor").resolve()),
         "TRITON_CACHE_DIR": str((run.cache / "triton").resolve()),
-        **request.tier.env,
+        **tier.env,
         **config.env,
         "HARNESS_JIT": config.jit,
         "HARNESS_THRESHOLD": "" if config.threshold is None else str(config.threshold),
@@ -272,15 +166,6 @@ def _child_environment(request: RunRequest, run: RunDirectory) -> dict[str, str]
     return env
 
 
-def _replay_prefix(request: RunRequest, env: dict[str, str]) -> str:
-    """The exact command (minus the node id) that reruns a test alone in this configuration."""
-    own = {k: env[k] for k in ("HARNESS_JIT", "HARNESS_THRESHOLD", "HARNESS_ACTIVATION", "PYTHONPATH",
-                                "PYTORCH_PRINT_REPRO_ON_FAILURE", *request.tier.env, *request.configuration.env)}
-    assignments = " ".join(f"{k}={shlex.quote(v)}" for k, v in own.items())
-    return (f"cd {shlex.quote(str(request.tests_dir))} && env -u CI {assignments} {shlex.quote(request.python)} "
-            f"-bb -X faulthandler -m pytest -p harness.run.plugin {' '.join(map(shlex.quote, request.tier.pytest_args))}").rstrip()
-
-
 def _unmet_requirement(tier: Tier, python: str, env: dict[str, str]) -> str | None:
     if tier.requires != "cuda":
         return None
@@ -289,13 +174,6 @@ def _unmet_requirement(tier: Tier, python: str, env: dict[str, str]) -> str | No
     if probe.stdout.strip() == "True":
         return None
     return "no CUDA device visible to torch (torch.cuda.is_available() is False)"
-
-
-def _progress_line(index: int, total: int, record: FileRecord) -> str:
-    counts = ", ".join(f"{n} {outcome}" for outcome, n in record.counts.items()) or "no tests"
-    jit = f", {record.jit['compiled']} JIT-compiled" if record.jit and record.jit.get("loaded") else ""
-    culprit = f"\n    !! {record.culprit}" if record.culprit else ""
-    return f"[{index}/{total}] {record.file}: {counts} ({record.duration:.1f} s{jit}){culprit}"
 
 
 def _now() -> str:

@@ -38,21 +38,31 @@ def test_failure_keeps_message_and_replay_command(run_outcomes):
     assert "HARNESS_JIT=absent" in failed.replay
 
 
-def test_segfault_names_the_culprit_and_keeps_earlier_results(run_outcomes):
+def test_segfault_names_the_culprit_and_the_file_resumes_after_it(run_outcomes):
     run = run_outcomes("test_segfault.py")
-    assert outcomes(run, "test_segfault") == {"test_before_crash": "passed", "test_segfaults": "crashed"}
+    assert outcomes(run, "test_segfault") == {"test_before_crash": "passed", "test_segfaults": "crashed",
+                                              "test_after_crash": "passed"}
     record = run.read_record().files[0]
-    assert record.signal == "SIGSEGV"
+    assert record.signal == "SIGSEGV" and record.processes == 2
     assert "test_segfault.py::test_segfaults" in record.culprit and "SIGSEGV" in record.culprit
     crashed = next(r for r in read_results(run.junit("test_segfault")) if r.outcome == "crashed")
-    assert "Fatal Python error: Segmentation fault" in crashed.text  # faulthandler's tail is kept
+    assert "Fatal Python error: Segmentation fault" in crashed.text  # faulthandler's dump is kept
+    assert 'test_segfault.py", line 9 in test_segfaults' in crashed.text
 
 
-def test_hang_is_killed_at_the_time_limit_with_its_stack(run_outcomes):
-    run = run_outcomes("test_hangs.py", timeout=5)
-    assert outcomes(run, "test_hangs") == {"test_quick": "passed", "test_hangs_forever": "timeout"}
+def test_hung_test_hits_the_per_test_limit_with_its_stack_and_the_file_resumes(run_outcomes):
+    run = run_outcomes("test_hangs.py", timeout=60, test_timeout=3)
+    assert outcomes(run, "test_hangs") == {"test_quick": "passed", "test_hangs_forever": "timeout",
+                                           "test_after_hang": "passed"}
     timed_out = next(r for r in read_results(run.junit("test_hangs")) if r.outcome == "timeout")
-    assert "test_hangs_forever" in timed_out.text  # faulthandler dumped the hung stack
+    assert "per-test limit (3 s)" in timed_out.message
+    assert "in test_hangs_forever" in timed_out.text  # faulthandler dumped the hung stack
+
+
+def test_file_over_its_limit_stops_and_keeps_what_finished(run_outcomes):
+    run = run_outcomes("test_hangs.py", timeout=4, test_timeout=60)
+    assert outcomes(run, "test_hangs") == {"test_quick": "passed", "test_hangs_forever": "timeout"}
+    assert "file exceeded the tier's limit (4 s)" in run.read_record().files[0].culprit
 
 
 def test_import_error_is_a_recorded_collection_error(run_outcomes):
@@ -65,9 +75,16 @@ def test_import_error_is_a_recorded_collection_error(run_outcomes):
 
 def test_os_exit_midway_is_a_crash_not_a_pass(run_outcomes):
     run = run_outcomes("test_exits_midway.py")
-    assert outcomes(run, "test_exits_midway") == {"test_first": "passed", "test_exits_process": "crashed"}
-    record = run.read_record().files[0]
-    assert record.exit_status == 0 and "exit status 0" in record.culprit
+    assert outcomes(run, "test_exits_midway") == {"test_first": "passed", "test_exits_process": "crashed",
+                                                  "test_never_reached": "passed"}
+    assert "exit status 0" in run.read_record().files[0].culprit
+
+
+def test_process_dying_outside_any_test_is_recorded_without_looping(run_outcomes):
+    run = run_outcomes("test_dies_at_import.py")
+    [result] = read_results(run.junit("test_dies_at_import"))
+    assert (result.name, result.outcome) == ("<process>", "crashed")
+    assert run.read_record().files[0].processes == 1  # no test progressed, so no second process
 
 
 def test_node_id_selection_runs_only_those_tests(run_outcomes):
@@ -92,4 +109,6 @@ def test_plugin_streams_events_as_tests_run(run_outcomes):
     events = [json.loads(line) for line in run.events("test_segfault").read_text().splitlines()]
     kinds = [e["event"] for e in events]
     assert kinds[:3] == ["session_start", "collected", "jit_applied"]
-    assert kinds[3:] == ["start", "result", "start"]  # the crash cut the stream after the culprit's start
+    first_process = kinds[:kinds.index("session_start", 1)]
+    assert first_process[3:] == ["start", "result", "start", "result"]  # the culprit's result is the runner's
+    assert kinds.count("session_start") == 2 and kinds[-1] == "session_finish"
