@@ -46,24 +46,34 @@ def provision(session: nox.Session) -> None:
         session.log(f"{configuration.name}: {environments.ensure_interpreter(configuration)}")
 
 
+def prepare_environment(session: nox.Session, configuration: Configuration, *extra: str) -> None:
+    """A configuration's nox environment: the shared torch layer, the harness, its own packages."""
+    began = time.monotonic()
+    layer = environments.ensure_layer(environments.ensure_interpreter(configuration),
+                                      (CATALOG.torch, *CATALOG.shared_packages))
+    environments.attach_layer(Path(session.virtualenv.location), layer)
+    session.install("--disable-pip-version-check", "-e", str(ROOT), *configuration.packages, *extra)
+    built = f"layer built in {layer.built_seconds} s" if layer.built_seconds is not None else "layer reused"
+    session.log(f"environment ready in {time.monotonic() - began:.1f} s ({built}: {layer.root})")
+
+
+def session_python(configuration: Configuration) -> str | bool:
+    """What nox's `python=` gets: the interpreter for venv configurations, none for as-is ones."""
+    return environments.interpreter_for(configuration) if configuration.venv else False
+
+
 def _run_configuration(session: nox.Session, configuration: Configuration, tier: Tier) -> None:
     """Prepare the configuration's environment, then let the harness run the tier in it."""
     command = ["-m", "harness", "run", "--config", configuration.name, "--tier", tier.name, *session.posargs]
     if not configuration.venv:  # an existing interpreter, used as it is: harness runs here, tests there
         session.run(sys.executable, *command, "--python", configuration.python, external=True)
         return
-    began = time.monotonic()
-    layer = environments.ensure_layer(environments.ensure_interpreter(configuration),
-                                      (CATALOG.torch, *CATALOG.shared_packages))
-    environments.attach_layer(Path(session.virtualenv.location), layer)
-    session.install("--disable-pip-version-check", "-e", str(ROOT), *configuration.packages)
-    built = f"layer built in {layer.built_seconds} s" if layer.built_seconds is not None else "layer reused"
-    session.log(f"environment ready in {time.monotonic() - began:.1f} s ({built}: {layer.root})")
+    prepare_environment(session, configuration)
     session.run("python", *command)
 
 
 def _register(configuration: Configuration, tier: Tier) -> None:
-    python = environments.interpreter_for(configuration) if configuration.venv else False
+    python = session_python(configuration)
 
     def run(session: nox.Session) -> None:
         _run_configuration(session, configuration, tier)

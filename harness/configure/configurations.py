@@ -18,7 +18,8 @@ DEFAULT_THRESHOLD = 1000
 
 JIT_MODES = {"absent": "absent", "off": "off", "on": "on"}
 ACTIVATIONS = {"after-collection": "after-collection", "startup": "startup"}
-_CONFIG_KEYS = {"description", "python", "venv", "packages", "env", "jit", "threshold", "activation"}
+_CONFIG_KEYS = {"description", "python", "venv", "packages", "env", "jit", "threshold", "activation",
+                "compile_disengage"}
 _TOP_KEYS = {"torch", "shared_packages", "baseline", "configurations"}
 
 
@@ -35,6 +36,7 @@ class Configuration:
     jit: str = "absent"
     threshold: int | None = None
     activation: str = "after-collection"
+    compile_disengage: bool = False
     origin: str = ""  # "file:line" of the definition, for errors found later (e.g. no interpreter)
 
     @property
@@ -111,6 +113,7 @@ def _configuration(name: str, section: Section) -> Configuration:
         jit=jit,
         threshold=threshold if jit == "on" else None,
         activation=section.choice("activation", ACTIVATIONS, "after-collection"),
+        compile_disengage=section.scalar("compile_disengage", bool, False),
         origin=f"{section.path}:{section.node.start_mark.line + 1}",
     )
     if configuration.python_is_path and not Path(configuration.python).is_file():

@@ -7,7 +7,7 @@ replace the shipped ones by name.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from harness.configure.yamlfile import Section, load_section
@@ -18,7 +18,7 @@ HARNESS_ROOT = Path(__file__).resolve().parents[2]
 SOURCES = {"harness": "harness", "pytorch": "pytorch"}
 REQUIREMENTS = {"cuda": "cuda"}
 _TIER_KEYS = {"description", "source", "files", "exclude", "timeout", "test_timeout", "env", "pytest_args",
-              "requires", "stages"}
+              "requires", "stages", "per_model"}
 
 
 @dataclass(frozen=True)
@@ -79,7 +79,27 @@ def get_tier(name: str, tiers: dict[str, Tier] | None = None) -> Tier:
 def _read(path: Path) -> dict[str, Tier]:
     top = load_section(path, "tiers file")
     top.check_keys({"tiers"})
-    return {name: _tier(name, top.section_of(node, f"tier '{name}'")) for name, node in top.child("tiers").items()}
+    tiers: dict[str, Tier] = {}
+    for name, node in top.child("tiers").items():
+        section = top.section_of(node, f"tier '{name}'")
+        tiers[name] = _tier(name, section)
+        if section.has("per_model"):
+            tiers.update(_model_tiers(tiers[name], HARNESS_ROOT / section.scalar("per_model", str, "")))
+    return tiers
+
+
+def _model_tiers(tier: Tier, manifests: Path) -> dict[str, Tier]:
+    """One tier per op-manifest model, `<tier>-<model>`, running only that model's cases."""
+    models = sorted({_model_name(path) for path in manifests.glob("*.yaml")} - {None})
+    return {f"{tier.name}-{model}": replace(tier, name=f"{tier.name}-{model}", description=f"op manifest of model {model}",
+                                            pytest_args=(*tier.pytest_args, "--model", model))
+            for model in models}
+
+
+def _model_name(path: Path) -> str | None:
+    """A manifest's top-level `model:` value, read without constructing the rest of the file."""
+    section = load_section(path, "op manifest")
+    return section.scalar("model", str, "") or None if section.has("model") else None
 
 
 def _tier(name: str, section: Section) -> Tier:

@@ -83,14 +83,28 @@ def _cpu_model() -> str:
     return platform.processor()
 
 
+MAX_SIBLING_BYTES = 5 * 2**20  # sibling data files (manifests, helpers) count; large artefacts do not
+
+
 def sources_identity(tests_dir: Path, files: list[str]) -> dict[str, Any]:
-    """A content hash of the files run (and the conftest.py files above them), plus a git commit if any."""
+    """A content hash of the files run, the files beside them (helpers, manifests) and the
+    conftest.py files above them, plus a git commit if any."""
     digest = hashlib.sha256()
-    for relative in sorted(set(files) | _conftests(tests_dir, files)):
+    for relative in sorted(set(files) | _conftests(tests_dir, files) | _siblings(tests_dir, files)):
         digest.update(relative.encode() + b"\0" + (tests_dir / relative).read_bytes() + b"\0")
     commit = subprocess.run(["git", "-C", str(tests_dir), "rev-parse", "HEAD"], capture_output=True, text=True)
     return {"hash": digest.hexdigest()[:16], "files": len(files),
             "commit": commit.stdout.strip() if commit.returncode == 0 else None}
+
+
+def _siblings(tests_dir: Path, files: list[str]) -> set[str]:
+    found = set()
+    for folder in {(tests_dir / relative).parent for relative in files}:
+        for path in folder.iterdir():
+            if path.is_file() and not path.name.startswith(".") and path.suffix != ".pyc" \
+                    and path.stat().st_size <= MAX_SIBLING_BYTES:
+                found.add(path.relative_to(tests_dir).as_posix())
+    return found
 
 
 def _conftests(tests_dir: Path, files: list[str]) -> set[str]:

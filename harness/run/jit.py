@@ -7,6 +7,7 @@ an import: JIT state is always read back from the JIT itself.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.util
 import os
@@ -25,6 +26,7 @@ class JitRequest:
     mode: str  # absent | off | on
     threshold: int | None
     activation: str  # after-collection | startup
+    disengage: bool = False  # pause the JIT while dynamo traces frames and installs guards
 
     @classmethod
     def from_environment(cls) -> JitRequest:
@@ -33,6 +35,7 @@ class JitRequest:
             mode=os.environ.get("HARNESS_JIT", "absent"),
             threshold=int(threshold) if threshold else None,
             activation=os.environ.get("HARNESS_ACTIVATION", "after-collection"),
+            disengage=os.environ.get("HARNESS_DISENGAGE") == "1",
         )
 
 
@@ -85,6 +88,28 @@ def apply(request: JitRequest) -> str | None:
         return f"cinderx.jit is not available: {getattr(jit, 'get_import_error', lambda: None)()}"
     jit.enable()
     jit.compile_after_n_calls(request.threshold if request.threshold is not None else 1000)
+    return _disengage_during_dynamo(jit) if request.disengage else None
+
+
+def _disengage_during_dynamo(jit: Any) -> str | None:
+    """Seed 000's P3 strategy: run dynamo's frame compilation with the JIT paused.
+
+    torch.compile traces lazily, on the first call of the compiled function, not when
+    `torch.compile()` is called; dynamo's `convert_frame._compile` does that tracing and installs
+    the guards, so the pause wraps it (a module global, looked up at every call).
+    """
+    try:
+        convert_frame = importlib.import_module("torch._dynamo.convert_frame")
+    except ImportError as error:
+        return f"cannot disengage the JIT around torch.compile: {error}"
+    original = convert_frame._compile
+
+    @functools.wraps(original)
+    def compile_with_jit_paused(*args: Any, **kwargs: Any) -> Any:
+        with jit.pause():
+            return original(*args, **kwargs)
+
+    convert_frame._compile = compile_with_jit_paused
     return None
 
 

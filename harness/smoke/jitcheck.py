@@ -18,6 +18,11 @@ def jit_on() -> bool:
     return os.environ.get("HARNESS_JIT") == "on"
 
 
+def jit_disengaged() -> bool:
+    """True in configurations that pause the JIT while torch.compile traces (compile_disengage)."""
+    return os.environ.get("HARNESS_DISENGAGE") == "1"
+
+
 def hot_calls() -> int:
     """Calls after which the JIT has compiled a function: it compiles on call threshold + 1."""
     threshold = os.environ.get("HARNESS_THRESHOLD") or "1000"

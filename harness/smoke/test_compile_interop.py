@@ -8,7 +8,7 @@ must still be on and still compiling new functions afterwards.
 import torch
 
 from harness.run import jit
-from harness.smoke.jitcheck import jit_on, make_hot, require_compiled
+from harness.smoke.jitcheck import jit_disengaged, jit_on, make_hot, require_compiled
 
 
 class CountingBackend:
@@ -17,9 +17,11 @@ class CountingBackend:
     def __init__(self) -> None:
         self.captured = 0
         self.executed = 0
+        self.jit_enabled_while_capturing: list[bool] = []
 
     def __call__(self, graph_module: torch.fx.GraphModule, example_inputs):
         self.captured += 1
+        self.jit_enabled_while_capturing.append(jit.snapshot().enabled)
         ops = [node.target for node in graph_module.graph.nodes if node.op == "call_function"]
         assert ops, "dynamo captured an empty graph"
 
@@ -74,6 +76,8 @@ def test_jit_still_on_and_compiling_after_torch_compile():
 
     make_hot(after_compile, torch.randn(4))
     if jit_on():
+        # The backend runs during the first call's lazy tracing: the disengage window must cover it.
+        assert backend.jit_enabled_while_capturing == [not jit_disengaged()]
         state = jit.snapshot()
         assert state.enabled, "the JIT was switched off by torch.compile"
         assert state.compiled > 0
