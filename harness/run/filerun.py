@@ -53,23 +53,32 @@ class FileOutcome:
     results: tuple[TestResult, ...]
 
 
+class Interrupted(Exception):
+    """The run is being stopped: a killed test process is not a crash of its test."""
+
+
 class LiveProcesses:
     """Test processes running now, so an interrupt can stop them all (they run in their own sessions)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._processes: set[subprocess.Popen[bytes]] = set()
+        self.stopping = False
 
     def add(self, process: subprocess.Popen[bytes]) -> None:
         with self._lock:
+            if self.stopping:
+                _signal_group(process, signal.SIGKILL)
             self._processes.add(process)
 
     def discard(self, process: subprocess.Popen[bytes]) -> None:
         with self._lock:
             self._processes.discard(process)
 
-    def kill_all(self) -> None:
+    def stop(self) -> None:
+        """Kill every test process now and start none after: an interrupt, not a crash."""
         with self._lock:
+            self.stopping = True
             for process in self._processes:
                 _signal_group(process, signal.SIGKILL)
 
@@ -99,6 +108,8 @@ def run_file(context: FileContext, file: str, targets: list[str], on_event: Even
         deselect.write_text("".join(f"{nodeid}\n" for nodeid in sorted(stream.finished())))
         returncode, ending = _run_process(command, context, env, module, stream, file_deadline,
                                           lambda event: on_event(file, event))
+        if LIVE.stopping:
+            raise Interrupted(file)
         if stream.last_session_finished():
             break
         signal_name = _signal_name(returncode)

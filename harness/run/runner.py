@@ -117,32 +117,35 @@ def _run_files(context: FileContext, record: RunRecord, pending: dict[str, list[
     files: list[FileRecord] = list(record.files)
     progress = RunProgress(len(pending), announce)
     queue = iter(pending.items())
-    running: dict[Future, str] = {}
+    pool = ThreadPoolExecutor(max_workers=jobs)
+    running: set[Future] = set()
+
+    def submit_next() -> None:
+        for file, targets in queue:
+            running.add(pool.submit(run_file, context, file, targets, progress.event))
+            return
+
     try:
-        with progress, _sigterm_as_interrupt(), ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-            def submit_next() -> None:
-                for file, targets in queue:
-                    running[pool.submit(run_file, context, file, targets, progress.event)] = file
-                    return
-            for _ in range(max(1, jobs)):
+        with progress, _sigterm_as_interrupt():
+            for _ in range(jobs):
                 submit_next()
             while running:
                 done, _ = wait(running, return_when=FIRST_COMPLETED)
                 for future in done:
-                    running.pop(future)
+                    running.discard(future)
                     outcome = future.result()
                     files.append(outcome.record)
                     context.run.write_record(replace(record, files=tuple(files)))
                     progress.file_done(outcome.record)
                     submit_next()
     except KeyboardInterrupt:
-        LIVE.kill_all()
-        for future in running:
-            future.cancel()
+        LIVE.stop()  # kills the test processes; their files stay unfinished, to resume
+        pool.shutdown(wait=True, cancel_futures=True)
         context.run.write_record(replace(record, files=tuple(files), status="interrupted", finished=_now()))
         progress.announce(f"interrupted: {len(files)} files recorded in {context.run.root}; "
-                           f"continue with: python -m harness run --resume {context.run.root}")
+                          f"continue with: python -m harness run --resume {context.run.root}")
         raise
+    pool.shutdown()
     context.run.write_record(replace(record, files=tuple(files), status="complete", finished=_now()))
 
 

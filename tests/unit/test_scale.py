@@ -1,0 +1,122 @@
+"""Interrupts and --resume, parallel files, shards and stages, through `python -m harness run`."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from harness.configure.tiers import get_tier
+from harness.record.store import RunDirectory, find_runs
+from harness.run.schedule import longest_first, parse_shard, shard_files
+from harness.errors import HarnessError
+from tests.conftest import FIXTURES
+
+SLOW = FIXTURES / "slow"
+
+
+@pytest.fixture
+def slow_tier(tmp_path, monkeypatch):
+    tiers = tmp_path / "tiers.yaml"
+    tiers.write_text("tiers:\n  slow:\n    files: ['test_*.py']\n    timeout: 120\n")
+    log = tmp_path / "executions.log"
+    env = {**os.environ, "HARNESS_TIERS": str(tiers), "FIXTURE_LOG": str(log)}
+    return env, log
+
+
+def harness_run(env, results, *extra):
+    return [sys.executable, "-m", "harness", "run", "--config", "stock", "--tier", "slow", "--tests-dir", str(SLOW),
+            "--python", sys.executable, "--results", str(results), *extra]
+
+
+def test_interrupt_then_resume_reruns_nothing_that_finished(slow_tier, tmp_path):
+    env, log = slow_tier
+    harness = subprocess.Popen(harness_run(env, tmp_path / "results"), env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:  # interrupt once one file finished and the next one is under way
+        runs = find_runs(tmp_path / "results") if (tmp_path / "results").is_dir() else []
+        if runs and runs[0][1].files and log.is_file() and len(log.read_text().splitlines()) >= 6:
+            break
+        time.sleep(0.1)
+    harness.send_signal(signal.SIGINT)
+    output, _ = harness.communicate(timeout=60)
+    assert harness.returncode == 130, output
+    [(run_dir, record)] = find_runs(tmp_path / "results")
+    assert record.status == "interrupted" and len(record.files) >= 1
+    assert "--resume" in output
+    before = Counter(log.read_text().splitlines())
+
+    done = subprocess.run([sys.executable, "-m", "harness", "run", "--resume", str(run_dir)], env=env,
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    record = RunDirectory(run_dir).read_record()
+    assert record.status == "complete" and len(record.files) == 3
+    assert all(f.counts == {"passed": 4} for f in record.files)
+    executions = Counter(log.read_text().splitlines())
+    assert len(executions) == 12
+    finished_before = {nodeid for nodeid in before}
+    assert all(executions[nodeid] == 1 for nodeid in finished_before), executions
+
+
+def test_two_jobs_run_every_file_and_record_them_all(slow_tier, tmp_path):
+    env, log = slow_tier
+    done = subprocess.run(harness_run(env, tmp_path / "results", "--jobs", "2"), env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    [(_, record)] = find_runs(tmp_path / "results")
+    assert sorted(f.file for f in record.files) == ["test_slow_a.py", "test_slow_b.py", "test_slow_c.py"]
+    assert len(log.read_text().splitlines()) == 12
+
+
+def test_shards_are_disjoint_cover_everything_and_are_recorded(slow_tier, tmp_path):
+    env, _ = slow_tier
+    shards = []
+    for index in (1, 2):
+        done = subprocess.run(harness_run(env, tmp_path / f"r{index}", "--shard", f"{index}/2"), env=env,
+                              capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        [(path, record)] = find_runs(tmp_path / f"r{index}")
+        assert record.shard == f"{index}/2" and f"-shard{index}of2-" in path.name
+        shards.append({f.file for f in record.files})
+    assert shards[0].isdisjoint(shards[1]) and shards[0] | shards[1] == {"test_slow_a.py", "test_slow_b.py", "test_slow_c.py"}
+
+
+def test_shard_assignment_is_balanced_and_deterministic():
+    weights = {"a": 10.0, "b": 9.0, "c": 5.0, "d": 4.0, "e": 1.0}
+    first, second = shard_files(list(weights), 1, 2, weights), shard_files(list(weights), 2, 2, weights)
+    assert (first, second) == (["a", "d", "e"], ["b", "c"])
+    assert shard_files(list(reversed(list(weights))), 1, 2, weights) == first  # input order does not matter
+
+
+def test_bad_shard_and_jobs_are_rejected():
+    with pytest.raises(HarnessError, match="--shard must be I/N"):
+        parse_shard("3/2")
+    done = subprocess.run([sys.executable, "-m", "harness", "run", "--config", "stock", "--tier", "p0", "--jobs", "0"],
+                          capture_output=True, text=True)
+    assert done.returncode == 3 and "--jobs must be at least 1" in done.stderr
+
+
+def test_longest_first_puts_untimed_files_first():
+    assert longest_first(["a", "b", "c", "new"], {"a": 1.0, "b": 30.0, "c": 5.0}) == ["new", "b", "c", "a"]
+
+
+def test_p3_stage_selects_the_files_of_seed_003(tmp_path):
+    for name in ("dynamo/test_misc.py", "inductor/test_pad_mm.py", "inductor/test_codecache.py", "export/test_export.py"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("def test_x():\n    pass\n")
+    done = subprocess.run([sys.executable, "-m", "harness", "run", "--config", "stock", "--tier", "p3", "--tests-dir",
+                           str(tmp_path), "--stage", "normalize", "caching", "--python", sys.executable,
+                           "--results", str(tmp_path / "results")], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    [(_, record)] = find_runs(tmp_path / "results")
+    assert sorted(f.file for f in record.files) == ["inductor/test_codecache.py", "inductor/test_pad_mm.py"]
+    assert set(get_tier("p3").stages) == {"capture", "normalize", "post-grad", "ir", "codegen", "runtime",
+                                          "caching", "cross-cutting"}
+    bad = subprocess.run([sys.executable, "-m", "harness", "run", "--config", "stock", "--tier", "p3", "--tests-dir",
+                          str(tmp_path), "--stage", "lowering"], capture_output=True, text=True)
+    assert bad.returncode == 3 and "--stage lowering: tier 'p3' has no such stage" in bad.stderr
