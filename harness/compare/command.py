@@ -1,55 +1,108 @@
-"""`python -m harness diff` and `diff-latest`: arguments, comparisons, reports, exit status."""
+"""`python -m harness diff` and `diff-latest`: arguments, comparisons, confirmation, reports, exit status."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
+from harness.compare.confirm import Reruns, confirm
 from harness.compare.diff import EXIT_INVALID, Comparison, compare
+from harness.compare.validity import Allowances
 from harness.configure.configurations import load_catalog
 from harness.errors import HarnessError
-from harness.record.store import default_results_root, latest_runs, load_side
+from harness.record.store import Side, default_results_root, group_shards, latest_sides, load_runs, load_side
+from harness.report.merged_junit import write_merged
 from harness.report.output import FORMATS, deliver
+
+DEFAULT_CONFIRM_TIMEOUT = 900  # seconds for one rerun process: a slow PyTorch test file's test, alone
 
 
 def add_commands(commands: argparse._SubParsersAction) -> None:
-    diff = commands.add_parser("diff", help="compare a baseline with a candidate")
+    diff = commands.add_parser("diff", help="compare a baseline with one or more candidates",
+                               description="Each side is a run directory, a folder of run directories (shards), "
+                                           "or any folder of JUnit XML files. Consecutive shard run directories of "
+                                           "one run make one side. The first side is the baseline; several "
+                                           "candidates of one configuration at different thresholds also get a "
+                                           "threshold-sweep table.")
     diff.add_argument("baseline", type=Path, help="run directory or folder of JUnit XML")
-    diff.add_argument("candidate", type=Path, help="run directory or folder of JUnit XML")
+    diff.add_argument("candidates", type=Path, nargs="+", metavar="candidate",
+                      help="run directory or folder of JUnit XML (several: shards of one run, or one per threshold)")
     diff.set_defaults(handler=_diff)
     latest = commands.add_parser("diff-latest", help="compare the latest baseline run of each tier with the "
-                                                     "latest run of every other configuration")
+                                                     "latest run of every other configuration (and threshold)")
     latest.add_argument("--results", type=Path, help="results root (default: $HARNESS_RESULTS or ./results)")
     latest.set_defaults(handler=_diff_latest)
     for sub in (diff, latest):
         sub.add_argument("--format", nargs="+", action="extend", choices=FORMATS, dest="formats",
                          help="report formats (default: md)")
         sub.add_argument("--out", type=Path, help="write report.<format> files into this directory")
+        sub.add_argument("--confirm", type=_positive, metavar="K",
+                         help="rerun each regression K times alone, in fresh processes, in both configurations "
+                              "(and bisect earlier tests when it passes alone); what does not reproduce is flaky")
+        sub.add_argument("--confirm-timeout", type=_positive, default=DEFAULT_CONFIRM_TIMEOUT, metavar="SECONDS",
+                         help=f"time limit of one rerun process (default: {DEFAULT_CONFIRM_TIMEOUT})")
+        sub.add_argument("--allow-interpreter-mismatch", action="store_true",
+                         help="compare runs of different interpreter versions (the report says so)")
+        sub.add_argument("--merged-junit", type=Path, metavar="PATH",
+                         help="also write one JUnit XML of every side, the configuration as a property")
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive whole number, not {text!r}")
+    return value
 
 
 def _diff(args: argparse.Namespace) -> int:
-    return _report([compare(load_side(args.baseline), load_side(args.candidate))], args)
+    groups = group_shards([args.baseline, *args.candidates])
+    if len(groups) < 2:
+        raise HarnessError(f"the run directories given are shards of one run ({', '.join(map(str, groups[0]))}): "
+                           "give a baseline and a candidate")
+    sides = [load_side(group[0]) if len(group) == 1 else load_runs(group) for group in groups]
+    return _report([(sides[0], candidate) for candidate in sides[1:]], args)
 
 
 def _diff_latest(args: argparse.Namespace) -> int:
     root = args.results or default_results_root()
     baseline_name = load_catalog().baseline
-    latest = latest_runs(root)
-    comparisons = []
-    for (config, tier), path in sorted(latest.items()):
+    latest = latest_sides(root)
+    baselines = {tier: paths for (config, tier, _), paths in latest.items() if config == baseline_name}
+    loaded: dict[str, Side] = {}
+    pairs = []
+    for (config, tier, threshold), paths in sorted(latest.items(), key=lambda item: (
+            item[0][1], item[0][0], item[0][2] is not None, item[0][2] or 0)):
         if config == baseline_name:
             continue
-        baseline_path = latest.get((baseline_name, tier))
-        if baseline_path is None:
+        if tier not in baselines:
             raise HarnessError(f"no '{baseline_name}' run of tier '{tier}' under {root} to compare '{config}' with "
                                f"(run: nox -s {baseline_name}-{tier})")
-        comparisons.append(compare(load_side(baseline_path), load_side(path)))
-    if not comparisons:
+        if tier not in loaded:
+            loaded[tier] = load_runs(baselines[tier])
+        pairs.append((loaded[tier], load_runs(paths)))
+    if not pairs:
         raise HarnessError(f"no candidate runs under {root}: run a baseline and a candidate session first")
-    return _report(comparisons, args)
+    return _report(pairs, args)
 
 
-def _report(comparisons: list[Comparison], args: argparse.Namespace) -> int:
+def _report(pairs: list[tuple[Side, Side]], args: argparse.Namespace) -> int:
+    allow = Allowances(interpreter_mismatch=args.allow_interpreter_mismatch)
+    comparisons: list[Comparison] = []
+    for baseline, candidate in pairs:
+        comparison = compare(baseline, candidate, allow)
+        if args.confirm and comparison.valid and comparison.regressions:
+            comparison = confirm(comparison, candidate, Reruns(args.confirm, args.confirm_timeout), _announce)
+        comparisons.append(comparison)
+    if args.merged_junit:
+        write_merged(args.merged_junit, [("baseline", b) for b, _ in pairs] + [("candidate", c) for _, c in pairs])
     deliver(comparisons, args.formats or ["md"], args.out)
     statuses = [c.exit_status for c in comparisons]
     return EXIT_INVALID if EXIT_INVALID in statuses else max(statuses)
+
+
+def _announce(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)

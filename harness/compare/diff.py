@@ -1,20 +1,32 @@
-"""Baseline against candidate: regressions, fixes, new and missing tests, and validity.
+"""Baseline against candidate: every test put in one category, per-module counts, validity.
 
-A verdict is only given when it can be backed: a JIT run that compiled nothing, a baseline that
-could import CinderX, different torch versions, interpreters or test sources, or an incomplete
-run make the comparison invalid (exit status 2), whatever the test outcomes say.
+Categories (docs/verdicts.md):
+- regression: passed in the baseline; failed, error, crashed or timeout in the candidate, or not
+  run because its file crashed;
+- fix: failed, error, crashed or timeout in the baseline; passed in the candidate;
+- new / missing: on one side only;
+- skip change: skipped on one side, run on the other;
+- xfail drift: xfailed on one side, xpassed on the other;
+- failure changed: failing on both sides, with a different exception type;
+- flaky: its rerun history disagrees with itself on either side (a would-be regression whose
+  baseline also failed and passed is flaky, not a regression), or confirmation reruns disagreed.
 """
 
 from __future__ import annotations
 
-import re
+import shlex
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from harness.record.model import BAD_OUTCOMES, FileRecord, RunRecord, TestResult
+from harness.compare import identity, validity
+from harness.compare.classify import classify, exception_type
+from harness.compare.validity import Allowances
+from harness.record.model import BAD_OUTCOMES, FileRecord, TestResult
 from harness.record.store import Side
 
 EXIT_OK, EXIT_REGRESSIONS, EXIT_INVALID, EXIT_USAGE = 0, 1, 2, 3
+MAX_DETAIL = 500  # characters of failure message kept per regression in reports
 
 
 @dataclass(frozen=True)
@@ -25,8 +37,34 @@ class Regression:
     candidate: str
     detail: str
     classification: str
-    replay: str = ""
+    replay: str = ""  # the command that replays it in the candidate configuration
     confirmed: bool | None = None  # set by confirmation reruns; None = not confirmed either way
+    baseline_replay: str = ""  # the command that replays it in the baseline configuration
+    nodeid: str = ""
+    confirmation: str = ""  # what the confirmation reruns saw, in words
+    polluters: tuple[str, ...] = ()  # tests that must run before it for it to fail (order dependence)
+
+
+@dataclass(frozen=True)
+class Change:
+    """A test whose outcome moved between categories that are not pass/fail (skips, xfails)."""
+
+    test: str
+    module: str
+    baseline: str
+    candidate: str
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class Flaky:
+    test: str
+    module: str
+    baseline: str
+    candidate: str
+    reason: str
+    replay: str = ""
+    confirmed: bool | None = None  # False when confirmation reruns disagreed; None when seen in rerun history
 
 
 @dataclass(frozen=True)
@@ -50,7 +88,13 @@ class Comparison:
     new: tuple[str, ...]
     missing: tuple[str, ...]
     modules: tuple[ModuleRow, ...]
-    flaky: tuple[str, ...] = field(default=())
+    flaky: tuple[Flaky, ...] = field(default=())
+    skip_changes: tuple[Change, ...] = ()
+    xfail_drift: tuple[Change, ...] = ()
+    failure_changes: tuple[Change, ...] = ()
+    configuration: str = ""  # the candidate's configuration name (sweeps group on it)
+    threshold: int | None = None  # the candidate's JIT threshold
+    tier: str = ""
 
     @property
     def valid(self) -> bool:
@@ -63,72 +107,105 @@ class Comparison:
         return EXIT_REGRESSIONS if self.regressions else EXIT_OK
 
 
-def compare(baseline: Side, candidate: Side) -> Comparison:
-    before = {r.test_id: r for r in baseline.results}
-    after = {r.test_id: r for r in candidate.results}
-    crashed_files = _crashed_modules(candidate.record)
-    regressions = []
-    for test_id, old in before.items():
+def compare(baseline: Side, candidate: Side, allow: Allowances = Allowances()) -> Comparison:
+    before = identity.index(baseline.results)
+    after = identity.index(candidate.results)
+    crashed_files = _crashed_modules(candidate)
+    prefixes = _replay_prefixes(candidate.results)
+    regressions: list[Regression] = []
+    flaky: list[Flaky] = []
+    for key, old in before.items():
+        new = after.get(key)
         if old.outcome != "passed":
             continue
-        new = after.get(test_id)
         if new is not None and new.outcome in BAD_OUTCOMES:
-            regressions.append(_regression(test_id, old, new.outcome, new.message, new))
+            found = _regression(key, old, new.outcome, new.message, new.replay)
         elif new is None and old.module in crashed_files:
-            regressions.append(_regression(test_id, old, "crashed", f"not run: {crashed_files[old.module]}", None))
-    fixes = [t for t, new in after.items() if new.outcome == "passed" and t in before and before[t].outcome in BAD_OUTCOMES]
-    regressed = {r.test for r in regressions}
+            replay = f"{prefixes[old.module]} {shlex.quote(old.nodeid)}" if old.module in prefixes and old.nodeid else ""
+            found = _regression(key, old, "crashed", f"not run: {crashed_files[old.module]}", replay)
+        else:
+            continue
+        if _failed_before(old):
+            flaky.append(Flaky(key, old.module, old.outcome, found.candidate,
+                               f"the baseline failed too before passing on a rerun ({', '.join(old.attempts)})",
+                               found.replay))
+        else:
+            regressions.append(found)
+    flaky.extend(_flaky_passes(before, after, {f.test for f in flaky}))
+    regressed = {r.test for r in regressions} | {f.test for f in flaky}
     return Comparison(
         baseline=baseline.label,
         candidate=candidate.label,
-        problems=tuple(validity_problems(baseline.record, candidate.record)),
-        notes=tuple(_notes(baseline, candidate)),
+        problems=tuple(validity.problems(baseline, candidate, allow)),
+        notes=tuple(_notes(baseline, candidate) + validity.allowance_notes(baseline, candidate, allow)),
         regressions=tuple(sorted(regressions, key=lambda r: r.test)),
-        fixes=tuple(sorted(fixes)),
+        fixes=tuple(sorted(k for k, new in after.items()
+                           if new.outcome == "passed" and k in before and before[k].outcome in BAD_OUTCOMES)),
         new=tuple(sorted(set(after) - set(before))),
         missing=tuple(sorted(set(before) - set(after) - regressed)),
-        modules=tuple(_modules(baseline, candidate, regressions)),
+        modules=tuple(_modules(before, after, candidate, regressions)),
+        flaky=tuple(sorted(flaky, key=lambda f: f.test)),
+        **_changes(before, after),
+        configuration=str(candidate.record.configuration.get("name", "")) if candidate.record else "",
+        threshold=candidate.record.threshold if candidate.record else None,
+        tier=candidate.record.tier if candidate.record else "",
     )
 
 
-def validity_problems(baseline: RunRecord | None, candidate: RunRecord | None) -> list[str]:
-    """Why the two runs cannot be compared; empty when they can."""
-    problems: list[str] = []
-    for role, record in (("baseline", baseline), ("candidate", candidate)):
-        if record is None:
+def _failed_before(result: TestResult) -> bool:
+    return any(outcome in BAD_OUTCOMES for outcome in identity.attempt_outcomes(result))
+
+
+def _flaky_passes(before: dict[str, TestResult], after: dict[str, TestResult], known: set[str]) -> list[Flaky]:
+    """Tests that passed in the end on a side only after failing there first."""
+    found = []
+    for key in sorted(set(before) | set(after)):
+        if key in known:
             continue
-        if record.status != "complete":
-            problems.append(f"{role} run is incomplete (status: {record.status})")
-        if record.jit_mode == "on":
-            problems.extend(f"{role}: {p}" for p in _jit_problems(record))
-    if baseline is not None and baseline.jit_mode == "absent":
-        problems.extend(f"baseline is contaminated: {c}" for c in _contamination(baseline))
-    if baseline is None or candidate is None:
-        return problems
-    for what, key in (("torch", "torch"), ("interpreter", "python")):
-        if baseline.versions.get(key) != candidate.versions.get(key):
-            problems.append(f"{what} versions differ: baseline {baseline.versions.get(key)}, "
-                            f"candidate {candidate.versions.get(key)}")
-    if baseline.test_sources.get("hash") != candidate.test_sources.get("hash"):
-        problems.append(f"test sources differ: baseline {baseline.test_sources.get('hash')}, "
-                        f"candidate {candidate.test_sources.get('hash')}")
-    if baseline.tier != candidate.tier:
-        problems.append(f"tiers differ: baseline {baseline.tier}, candidate {candidate.tier}")
-    return problems
+        for role, result in (("candidate", after.get(key)), ("baseline", before.get(key))):
+            if result is not None and result.outcome == "passed" and _failed_before(result):
+                old, new = before.get(key), after.get(key)
+                found.append(Flaky(key, result.module, old.outcome if old else "absent", new.outcome if new else "absent",
+                                   f"the {role} passed only on a rerun ({', '.join(result.attempts)})", result.replay))
+                break
+    return found
 
 
-def _jit_problems(record: RunRecord) -> list[str]:
-    errors = sorted({f.jit_error for f in record.files if f.jit_error})
-    if record.files and record.compiled == 0:
-        errors.append(f"vacuous: the JIT was on but compiled 0 functions in {len(record.files)} files")
-    return errors
+def _skip_change(old: TestResult, new: TestResult) -> str | None:
+    return _first_line(new.message or old.message) if (old.outcome == "skipped") != (new.outcome == "skipped") else None
 
 
-def _contamination(record: RunRecord) -> list[str]:
-    found = {f.contamination for f in record.files if f.contamination}
-    if record.interpreter.get("cinderx_origin"):
-        found.add(f"cinderx importable from {record.interpreter['cinderx_origin']}")
-    return sorted(found)
+def _xfail_drift(old: TestResult, new: TestResult) -> str | None:
+    return _first_line(new.message or old.message) if {old.outcome, new.outcome} == {"xfailed", "xpassed"} else None
+
+
+def _failure_change(old: TestResult, new: TestResult) -> str | None:
+    if old.outcome not in BAD_OUTCOMES or new.outcome not in BAD_OUTCOMES:
+        return None
+    before = exception_type(old.message) or old.outcome
+    after = exception_type(new.message) or new.outcome
+    return None if before == after else f"{before} → {after}"
+
+
+_CHANGE_KINDS = (("skip_changes", _skip_change), ("xfail_drift", _xfail_drift), ("failure_changes", _failure_change))
+
+
+def _changes(before: dict[str, TestResult], after: dict[str, TestResult]) -> dict[str, tuple[Change, ...]]:
+    """Skip changes, xfail drift and changed failures, each sorted by test."""
+    found: dict[str, list[Change]] = {kind: [] for kind, _ in _CHANGE_KINDS}
+    for key in sorted(before.keys() & after.keys()):
+        old, new = before[key], after[key]
+        if old.outcome == new.outcome == "passed":
+            continue
+        for kind, moved in _CHANGE_KINDS:
+            detail = moved(old, new)
+            if detail is not None:
+                found[kind].append(Change(key, new.module, old.outcome, new.outcome, detail[:MAX_DETAIL]))
+    return {kind: tuple(changes) for kind, changes in found.items()}
+
+
+def _first_line(text: str) -> str:
+    return text.strip().splitlines()[0] if text.strip() else ""
 
 
 def _notes(baseline: Side, candidate: Side) -> list[str]:
@@ -145,44 +222,37 @@ def _notes(baseline: Side, candidate: Side) -> list[str]:
     return notes
 
 
-def _crashed_modules(record: RunRecord | None) -> dict[str, str]:
-    if record is None:
+def _crashed_modules(side: Side) -> dict[str, str]:
+    if side.record is None:
         return {}
-    return {f.module: f.culprit for f in record.files if f.culprit}
+    return {f.module: f.culprit for f in side.record.files if f.culprit}
 
 
-def _regression(test_id: str, old: TestResult, outcome: str, message: str, new: TestResult | None) -> Regression:
+def _replay_prefixes(results: tuple[TestResult, ...]) -> dict[str, str]:
+    """Each module's replay command without node ids, recovered from its tests' replay commands."""
+    prefixes: dict[str, str] = {}
+    for result in results:
+        if result.module not in prefixes and result.replay and result.nodeid:
+            suffix = f" {shlex.quote(result.nodeid)}"
+            if result.replay.endswith(suffix):
+                prefixes[result.module] = result.replay[: -len(suffix)]
+    return prefixes
+
+
+def _regression(key: str, old: TestResult, outcome: str, message: str, replay: str) -> Regression:
     return Regression(
-        test=test_id, module=old.module, baseline=old.outcome, candidate=outcome,
-        detail=message.strip()[:500], classification=classify(outcome, message),
-        replay=new.replay if new is not None else "",
+        test=key, module=old.module, baseline=old.outcome, candidate=outcome,
+        detail=message.strip()[:MAX_DETAIL], classification=classify(outcome, message),
+        replay=replay, baseline_replay=old.replay, nodeid=old.nodeid,
     )
 
 
-_NUMERIC = re.compile(r"not close|Mismatched elements|Greatest absolute difference|allclose", re.I)
-_EXCEPTION = re.compile(r"^(?:E\s+)?([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning))\b")
-
-
-def classify(outcome: str, message: str) -> str:
-    """A first hint at what kind of regression this is, from its outcome and message."""
-    if outcome == "crashed":
-        signal_name = re.search(r"\bSIG[A-Z]+\b", message)
-        return f"crash ({signal_name.group(0)})" if signal_name else "crash"
-    if outcome == "timeout":
-        return "timeout"
-    if message.startswith("collection error"):
-        return "infrastructure (collection or import)"
-    if _NUMERIC.search(message):
-        return "numerics beyond tolerance"
-    exception = _EXCEPTION.match(message.strip())
-    return f"exception ({exception.group(1)})" if exception else outcome
-
-
-def _modules(baseline: Side, candidate: Side, regressions: list[Regression]) -> list[ModuleRow]:
+def _modules(baseline: dict[str, TestResult], candidate_results: dict[str, TestResult], candidate: Side,
+             regressions: list[Regression]) -> list[ModuleRow]:
     files = {f.module: f for f in candidate.record.files} if candidate.record else {}
     jit_on = candidate.record is not None and candidate.record.jit_mode == "on"
-    before = _counts(baseline.results)
-    after = _counts(candidate.results)
+    before = _counts(baseline.values())
+    after = _counts(candidate_results.values())
     per_module = Counter(r.module for r in regressions)
     rows = []
     for module in sorted(set(before) | set(after) | set(files)):
@@ -194,7 +264,7 @@ def _modules(baseline: Side, candidate: Side, regressions: list[Regression]) -> 
     return rows
 
 
-def _counts(results: tuple[TestResult, ...]) -> dict[str, dict[str, int]]:
+def _counts(results: Iterable[TestResult]) -> dict[str, dict[str, int]]:
     counts: dict[str, Counter[str]] = {}
     for result in results:
         counts.setdefault(result.module, Counter())[result.outcome] += 1

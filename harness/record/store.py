@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from harness.errors import HarnessError
@@ -69,11 +69,15 @@ class RunDirectory:
 
 @dataclass(frozen=True)
 class Side:
-    """One side of a comparison: its results and, for run directories, its run record."""
+    """One side of a comparison: its results and, for run directories, its run record.
+
+    A side split into shards (several run directories of one configuration and tier) has one
+    merged `record` over every shard, and `parts`, the run directories and records it came from."""
 
     path: Path
     results: tuple[TestResult, ...]
     record: RunRecord | None
+    parts: tuple[tuple[Path, RunRecord], ...] = ()
 
     @property
     def label(self) -> str:
@@ -81,20 +85,51 @@ class Side:
             return self.path.name
         threshold = self.record.threshold
         name = self.record.configuration.get("name", "?")
-        return f"{name} (threshold {threshold})" if threshold is not None else str(name)
+        label = f"{name} (threshold {threshold})" if threshold is not None else str(name)
+        return f"{label} [{len(self.parts)} shards]" if len(self.parts) > 1 else label
 
 
 def load_side(path: Path) -> Side:
-    """A run directory, or any directory of JUnit XML files (searched recursively)."""
+    """A run directory, a folder of run directories (shards, merged), or any folder of JUnit XML
+    files (searched recursively)."""
     if not path.is_dir():
         raise HarnessError(f"{path}: not a directory (expected a run directory or a folder of JUnit XML files)")
     run = RunDirectory(path)
-    record = run.read_record() if run.record_path.is_file() else None
-    xml_files = sorted((path / "junit").glob("*.xml")) if record else sorted(path.rglob("*.xml"))
-    if not xml_files and record is None:
+    if run.record_path.is_file():
+        return load_runs([path])
+    runs = sorted(record.parent for record in path.glob(f"*/{RUN_RECORD}"))
+    if runs:
+        return load_runs(runs, path)
+    xml_files = sorted(path.rglob("*.xml"))
+    if not xml_files:
         raise HarnessError(f"{path}: no JUnit XML files and no {RUN_RECORD}")
-    results = tuple(result for xml in xml_files for result in read_results(xml))
-    return Side(path, results, record)
+    return Side(path, tuple(result for xml in xml_files for result in read_results(xml)), None)
+
+
+def load_runs(paths: list[Path], path: Path | None = None) -> Side:
+    """Run directories that together make one side (the shards of one run), merged."""
+    parts = tuple((run, RunDirectory(run).read_record()) for run in paths)
+    results = tuple(result for run, _ in parts for xml in sorted((run / "junit").glob("*.xml"))
+                    for result in read_results(xml))
+    return Side(path or paths[0], results, merge_records([record for _, record in parts]), parts)
+
+
+def merge_records(records: list[RunRecord]) -> RunRecord:
+    """One record over shards: every file, the earliest start, complete only if every shard is."""
+    if len(records) == 1:
+        return records[0]
+    unfinished = [r.status for r in records if r.status != "complete"]
+    finished = [r.finished for r in records]
+    return replace(
+        records[0],
+        files=tuple(f for r in records for f in r.files),
+        targets=tuple(t for r in records for t in r.targets),
+        status=unfinished[0] if unfinished else "complete",
+        started=min(r.started for r in records),
+        finished=None if None in finished else max(f for f in finished if f is not None),
+        skipped_reason=next((r.skipped_reason for r in records if r.skipped_reason), None),
+        shard=None,
+    )
 
 
 def find_runs(results_root: Path) -> list[tuple[Path, RunRecord]]:
@@ -112,3 +147,43 @@ def latest_runs(results_root: Path) -> dict[tuple[str, str], Path]:
     for path, record in find_runs(results_root):
         latest[(str(record.configuration.get("name")), record.tier)] = path
     return latest
+
+
+def latest_sides(results_root: Path) -> dict[tuple[str, str, int | None], list[Path]]:
+    """The newest run of each (configuration, tier, threshold); for a sharded run, the newest run
+    of each of its shards (same shard count as the newest one)."""
+    groups: dict[tuple[str, str, int | None], list[tuple[Path, RunRecord]]] = {}
+    for path, record in find_runs(results_root):
+        groups.setdefault((str(record.configuration.get("name")), record.tier, record.threshold), []).append((path, record))
+    latest: dict[tuple[str, str, int | None], list[Path]] = {}
+    for key, runs in groups.items():
+        newest = runs[-1][1].shard
+        if newest is None:
+            latest[key] = [runs[-1][0]]
+            continue
+        count = newest.split("/")[1]
+        by_shard = {record.shard: path for path, record in runs if record.shard and record.shard.split("/")[1] == count}
+        latest[key] = [by_shard[shard] for shard in sorted(by_shard, key=lambda s: int(s.split("/")[0]))]
+    return latest
+
+
+def group_shards(paths: list[Path]) -> list[list[Path]]:
+    """Paths given for comparison, grouped into sides: a run directory joins the one before it when
+    both are shards (`--shard I/N`) of one configuration, tier, threshold and N, with a new I."""
+    groups: list[list[Path]] = []
+    previous: tuple[str, str, int | None, str] | None = None
+    indexes: set[str] = set()
+    for path in paths:
+        run = RunDirectory(path)
+        record = run.read_record() if run.record_path.is_file() else None
+        key = None
+        if record is not None and record.shard:
+            index, count = record.shard.split("/")
+            key = (str(record.configuration.get("name")), record.tier, record.threshold, count)
+        if key is not None and key == previous and index not in indexes:
+            groups[-1].append(path)
+            indexes.add(index)
+            continue
+        groups.append([path])
+        previous, indexes = key, ({index} if key is not None else set())
+    return groups

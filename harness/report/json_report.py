@@ -1,7 +1,8 @@
-"""The comparison as JSON, in the shape PRODUCT.md promises to other tools."""
+"""The comparison as JSON, in the shape PRODUCT.md promises to other tools (and more)."""
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any
 
 from harness.compare.diff import Comparison
@@ -11,6 +12,9 @@ def to_json(comparison: Comparison) -> dict[str, Any]:
     return {
         "baseline": comparison.baseline,
         "candidate": comparison.candidate,
+        "configuration": comparison.configuration,
+        "threshold": comparison.threshold,
+        "tier": comparison.tier,
         "valid": comparison.valid,
         "problems": list(comparison.problems),
         "notes": list(comparison.notes),
@@ -21,6 +25,9 @@ def to_json(comparison: Comparison) -> dict[str, Any]:
             "flaky": len(comparison.flaky),
             "new": len(comparison.new),
             "missing": len(comparison.missing),
+            "skip_changes": len(comparison.skip_changes),
+            "xfail_drift": len(comparison.xfail_drift),
+            "failure_changes": len(comparison.failure_changes),
         },
         "modules": [
             {"module": row.module, "baseline": row.baseline, "candidate": row.candidate,
@@ -28,13 +35,17 @@ def to_json(comparison: Comparison) -> dict[str, Any]:
             for row in comparison.modules
         ],
         "regressions": [
-            {"test": r.test, "module": r.module, "baseline": r.baseline, "candidate": r.candidate,
-             "detail": r.detail, "confirmed": r.confirmed, "classification": r.classification,
-             "replay": r.replay}
+            {"test": r.test, "module": r.module, "nodeid": r.nodeid, "baseline": r.baseline, "candidate": r.candidate,
+             "detail": r.detail, "confirmed": r.confirmed, "confirmation": r.confirmation,
+             "polluters": list(r.polluters), "classification": r.classification,
+             "replay": r.replay, "candidate_replay": r.replay, "baseline_replay": r.baseline_replay}
             for r in comparison.regressions
         ],
+        "flaky": [asdict(f) for f in comparison.flaky],
+        "skip_changes": [asdict(c) for c in comparison.skip_changes],
+        "xfail_drift": [asdict(c) for c in comparison.xfail_drift],
+        "failure_changes": [asdict(c) for c in comparison.failure_changes],
         "fixes": list(comparison.fixes),
         "new": list(comparison.new),
         "missing": list(comparison.missing),
-        "flaky": list(comparison.flaky),
     }

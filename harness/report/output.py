@@ -1,6 +1,7 @@
 """Deliver reports: Markdown rendered in the terminal by rich, and files in the requested formats.
 
-HTML is rich's export of the same rendering, so the three forms cannot drift apart.
+HTML is rich's export of the same rendering, so the three forms cannot drift apart. Several
+comparisons of one configuration at several JIT thresholds are preceded by their sweep table.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from rich.console import Console
 from rich.markdown import Markdown
 
 from harness.compare.diff import Comparison
+from harness.compare.sweep import sweeps
 from harness.report import json_report, markdown
 
 FORMATS = ("md", "json", "html")
@@ -23,7 +25,7 @@ def render(comparisons: list[Comparison], fmt: str) -> str:
     if fmt == "json":
         documents = [json_report.to_json(c) for c in comparisons]
         return json.dumps(documents[0] if len(documents) == 1 else documents, indent=2) + "\n"
-    text = "\n".join(markdown.render(c) for c in comparisons)
+    text = "\n".join([*(markdown.render_sweep(s) for s in sweeps(comparisons)), *(markdown.render(c) for c in comparisons)])
     if fmt == "md":
         return text
     console = Console(record=True, width=160, file=io.StringIO())

@@ -31,7 +31,8 @@ def test_diff_of_pytest_junit_directories_finds_the_regression(tmp_path):
     report = json.loads(done.stdout)
     assert report["valid"] is True and report["summary"]["regressions"] == 1
     assert report["regressions"][0]["test"].endswith("test_outcomes::test_passes")
-    assert report["modules"][0] == {"module": "test_outcomes", "baseline": {"passed": 3}, "candidate": {"failed": 1, "passed": 2},
+    # plain pytest JUnit: the module comes from the classname (pytest's rootdir is this repository)
+    assert report["modules"][0] == {"module": "tests.fixtures.outcomes.test_outcomes", "baseline": {"passed": 3}, "candidate": {"failed": 1, "passed": 2},
                                     "jit_compiled": None, "regressions": 1, "vacuous": False}
 
 
@@ -40,7 +41,7 @@ def test_same_junit_against_itself_exits_zero_and_writes_every_format(tmp_path):
     done = harness("diff", side, side, "--format", "md", "json", "html", "--out", tmp_path / "out")
     assert done.returncode == 0, done.stderr
     # pytest writes a non-strict xpass as a plain pass, so plain JUnit shows it among the passes
-    assert "| test_outcomes | 4/1/1/1/1 | 4/1/1/1/1 | — | 0 |" in (tmp_path / "out" / "report.md").read_text()
+    assert "| tests.fixtures.outcomes.test_outcomes | 4/1/1/1/1 | 4/1/1/1/1 | — | 0 |" in (tmp_path / "out" / "report.md").read_text()
     assert json.loads((tmp_path / "out" / "report.json").read_text())["exit_status"] == 0
     assert "<html" in (tmp_path / "out" / "report.html").read_text().lower()
 

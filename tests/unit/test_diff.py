@@ -3,7 +3,8 @@
 from dataclasses import replace
 from pathlib import Path
 
-from harness.compare.diff import classify, compare
+from harness.compare.classify import classify
+from harness.compare.diff import compare
 from harness.record.model import FileRecord, RunRecord, TestResult
 from harness.record.store import Side
 

@@ -1,0 +1,42 @@
+"""A first hint at what kind of regression a test shows, from its outcome and failure text.
+
+Hints, not proofs: they sort a long list so the crashes and the numerics come first.
+"""
+
+from __future__ import annotations
+
+import re
+
+_SIGNAL = re.compile(r"\bSIG[A-Z]+\b")
+_EXIT = re.compile(r"exit status (-?\d+)")
+_NUMERIC = re.compile(r"not close|Mismatched elements|Greatest (?:absolute|relative) difference|allclose", re.I)
+_INFRASTRUCTURE = re.compile(r"^(?:collection error|(?:E\s+)?(?:ImportError|ModuleNotFoundError)\b)")
+_EXCEPTION = re.compile(r"^(?:E\s+)?([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning))\b")
+
+CRASH, TIMEOUT, INFRASTRUCTURE, NUMERICS = "crash", "timeout", "infrastructure (collection or import)", "numerics beyond tolerance"
+
+
+def classify(outcome: str, message: str) -> str:
+    """`crash (SIGSEGV)`, `timeout`, `infrastructure (collection or import)`,
+    `numerics beyond tolerance`, `exception (TypeError)`, or the bare outcome."""
+    text = message.strip()
+    if outcome == "crashed":
+        signal_name = _SIGNAL.search(text)
+        exit_status = _EXIT.search(text)
+        if signal_name:
+            return f"{CRASH} ({signal_name.group(0)})"
+        return f"{CRASH} (exit status {exit_status.group(1)})" if exit_status else CRASH
+    if outcome == "timeout":
+        return TIMEOUT
+    if _INFRASTRUCTURE.match(text):
+        return INFRASTRUCTURE
+    if _NUMERIC.search(text):
+        return NUMERICS
+    exception = _EXCEPTION.match(text)
+    return f"exception ({exception.group(1)})" if exception else outcome
+
+
+def exception_type(message: str) -> str | None:
+    """The exception named at the start of a failure message, if any."""
+    found = _EXCEPTION.match(message.strip())
+    return found.group(1) if found else None

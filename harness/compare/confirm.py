@@ -1,0 +1,118 @@
+"""Confirmation: rerun each regression alone, K times, in both configurations, before calling it one.
+
+Seed 001's apparent regressions were test-order noise and flaky tests. A regression is confirmed
+when it fails every time alone in the candidate and passes every time in the baseline; when it
+fails sometimes, it is flaky. When it passes every time alone, the tests that ran before it in
+its file are rerun with it: if they make it fail, they are bisected to the smallest set that
+does (order dependence), and that set is rerun K times in both configurations like the test
+alone was. Anything that does not reproduce moves to `flaky`.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+
+from harness.compare import replay
+from harness.compare.bisect import smallest_polluting_set
+from harness.compare.diff import Comparison, Flaky, Regression
+from harness.record.model import BAD_OUTCOMES
+from harness.record.store import Side
+
+Announce = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Reruns:
+    """How many times each rerun is made, and how long one may take."""
+
+    count: int
+    timeout: float
+
+
+@dataclass(frozen=True)
+class Verdict:
+    confirmed: bool | None  # None: could not be rerun (no replay command, or the replay ran no test)
+    confirmation: str
+    polluters: tuple[str, ...] = ()
+
+
+def confirm(comparison: Comparison, candidate: Side, reruns: Reruns, announce: Announce) -> Comparison:
+    """The comparison with each regression confirmed, or moved to flaky."""
+    kept: list[Regression] = []
+    flaky = list(comparison.flaky)
+    for number, regression in enumerate(comparison.regressions, 1):
+        announce(f"confirming {number}/{len(comparison.regressions)}: {regression.test}")
+        verdict = judge(regression, run_order(candidate, regression), reruns)
+        confirmed = replace(regression, confirmed=verdict.confirmed, confirmation=verdict.confirmation,
+                            polluters=verdict.polluters)
+        if verdict.confirmed is False:
+            flaky.append(Flaky(regression.test, regression.module, regression.baseline, regression.candidate,
+                               verdict.confirmation, regression.replay, confirmed=False))
+        else:
+            kept.append(confirmed)
+    modules = tuple(replace(row, regressions=sum(r.module == row.module for r in kept)) for row in comparison.modules)
+    return replace(comparison, regressions=tuple(kept), flaky=tuple(sorted(flaky, key=lambda f: f.test)),
+                   modules=modules)
+
+
+def run_order(candidate: Side, regression: Regression) -> list[str]:
+    """Node ids of the tests that ran before this one in its file, in run order (JUnit order)."""
+    order = [r.nodeid for r in candidate.results if r.module == regression.module and r.nodeid]
+    return order[: order.index(regression.nodeid)] if regression.nodeid in order else order
+
+
+def judge(regression: Regression, earlier: Sequence[str], reruns: Reruns) -> Verdict:
+    target = regression.nodeid
+    candidate = replay.prefix_of(regression.replay, target)
+    baseline = replay.prefix_of(regression.baseline_replay, target)
+    if not (candidate and baseline):
+        return Verdict(None, "not confirmed: no replay command recorded on both sides (plain JUnit XML)")
+    alone = _outcomes(candidate, [target], target, reruns)
+    before = _outcomes(baseline, [target], target, reruns)
+    if replay.NOT_RUN in alone or replay.NOT_RUN in before:
+        return Verdict(None, f"not confirmed: the replay ran no test (candidate {_tally(alone)}; "
+                             f"baseline {_tally(before)})")
+    seen = f"alone: candidate {_tally(alone)}, baseline {_tally(before)}"
+    if _all_bad(alone) and _all_passed(before):
+        return Verdict(True, seen)
+    if not (_all_passed(alone) and _all_passed(before)):
+        return Verdict(False, f"flaky: {seen}")
+    return _order_dependence(candidate, baseline, target, earlier, reruns, seen)
+
+
+def _order_dependence(candidate: str, baseline: str, target: str, earlier: Sequence[str], reruns: Reruns,
+                      seen: str) -> Verdict:
+    """It passes alone: find the earlier tests that make it fail, and check they do so every time."""
+    def reproduces(subset: Sequence[str]) -> bool:
+        return replay.outcome(candidate, [*subset, target], target, reruns.timeout) in BAD_OUTCOMES
+
+    polluters = smallest_polluting_set(earlier, reproduces)
+    if polluters is None:
+        return Verdict(False, f"flaky: {seen}; the {len(earlier)} tests before it in its file "
+                              "did not make it fail again")
+    after = _outcomes(candidate, [*polluters, target], target, reruns)
+    before = _outcomes(baseline, [*polluters, target], target, reruns)
+    seen = f"{seen}; after {len(polluters)} earlier test(s): candidate {_tally(after)}, baseline {_tally(before)}"
+    if _all_bad(after) and _all_passed(before):
+        return Verdict(True, f"order-dependent: {seen}", polluters)
+    return Verdict(False, f"flaky: {seen}", polluters)
+
+
+def _outcomes(prefix: str, nodeids: list[str], target: str, reruns: Reruns) -> list[str]:
+    return [replay.outcome(prefix, nodeids, target, reruns.timeout) for _ in range(reruns.count)]
+
+
+def _all_bad(outcomes: list[str]) -> bool:
+    return all(outcome in BAD_OUTCOMES for outcome in outcomes)
+
+
+def _all_passed(outcomes: list[str]) -> bool:
+    return all(outcome == "passed" for outcome in outcomes)
+
+
+def _tally(outcomes: list[str]) -> str:
+    """`failed 3/3` or `passed 2/3, failed 1/3`."""
+    counts = Counter(outcomes)
+    return ", ".join(f"{outcome} {n}/{len(outcomes)}" for outcome, n in counts.most_common())

@@ -1,0 +1,133 @@
+"""Whether two sides may be compared at all: the checks that back a verdict.
+
+A JIT run that compiled nothing, a baseline that could import CinderX, different torch versions,
+interpreters or test sources, a run that did not finish, or shards that do not add up to one run
+make the comparison invalid (exit status 2), whatever the test outcomes say.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from harness.record.model import RunRecord
+from harness.record.store import Side
+
+
+@dataclass(frozen=True)
+class Allowances:
+    """Checks the user chose to relax; each one relaxed is said in the report."""
+
+    interpreter_mismatch: bool = False
+
+
+def problems(baseline: Side, candidate: Side, allow: Allowances = Allowances()) -> list[str]:
+    """Why the two sides cannot be compared; empty when they can."""
+    found: list[str] = []
+    for role, side in (("baseline", baseline), ("candidate", candidate)):
+        found.extend(f"{role}: {problem}" for problem in _shard_problems(side))
+        if side.record is None:
+            continue
+        if side.record.status != "complete":
+            found.append(f"{role} run is incomplete (status: {side.record.status})")
+        if side.record.jit_mode == "on":
+            found.extend(f"{role}: {p}" for p in _jit_problems(side.record))
+    if baseline.record is not None and baseline.record.jit_mode == "absent":
+        found.extend(f"baseline is contaminated: {c}" for c in _contamination(baseline.record))
+    if baseline.record is None or candidate.record is None:
+        return found
+    found.extend(_pair_problems(baseline, candidate, allow))
+    return found
+
+
+def allowance_notes(baseline: Side, candidate: Side, allow: Allowances) -> list[str]:
+    """What a relaxed check let through, so the report says so."""
+    if not allow.interpreter_mismatch or baseline.record is None or candidate.record is None:
+        return []
+    before, after = baseline.record.versions.get("python"), candidate.record.versions.get("python")
+    if before == after:
+        return []
+    return [f"interpreter versions differ (baseline {before}, candidate {after}): allowed by "
+            "--allow-interpreter-mismatch, so differences may come from the interpreter, not only the change"]
+
+
+def _pair_problems(baseline: Side, candidate: Side, allow: Allowances) -> list[str]:
+    before, after = baseline.record, candidate.record
+    assert before is not None and after is not None
+    found = []
+    compared = [("torch", "torch")] + ([] if allow.interpreter_mismatch else [("interpreter", "python")])
+    for what, key in compared:
+        if before.versions.get(key) != after.versions.get(key):
+            found.append(f"{what} versions differ: baseline {before.versions.get(key)}, "
+                         f"candidate {after.versions.get(key)}")
+    found.extend(_source_problems(baseline, candidate))
+    if before.tier != after.tier:
+        found.append(f"tiers differ: baseline {before.tier}, candidate {after.tier}")
+    return found
+
+
+def _source_problems(baseline: Side, candidate: Side) -> list[str]:
+    """Test sources are hashed per run (per shard); shard k is compared with shard k."""
+    before, after = _source_hashes(baseline), _source_hashes(candidate)
+    if set(before) != set(after):
+        return [f"test sources cannot be compared: baseline ran as {_split(before)}, candidate as {_split(after)} "
+                "(run both sides with the same --shard count)"]
+    differing = [shard for shard in before if before[shard] != after[shard]]
+    if not differing:
+        return []
+    if differing == [None]:
+        return [f"test sources differ: baseline {before[None]}, candidate {after[None]}"]
+    return [f"test sources differ in shard {shard}: baseline {before[shard]}, candidate {after[shard]}"
+            for shard in differing]
+
+
+def _source_hashes(side: Side) -> dict[str | None, object]:
+    records = [record for _, record in side.parts] or ([side.record] if side.record else [])
+    return {record.shard: record.test_sources.get("hash") for record in records}
+
+
+def _split(hashes: dict[str | None, object]) -> str:
+    return "one run" if list(hashes) == [None] else f"shards {', '.join(sorted(map(str, hashes)))}"
+
+
+def _shard_problems(side: Side) -> list[str]:
+    """Several run directories make one side only as the complete shards of one configuration and tier."""
+    if len(side.parts) < 2:
+        return []
+    records = [record for _, record in side.parts]
+    found = []
+    for what, value in (("configurations", lambda r: r.configuration.get("name")), ("tiers", lambda r: r.tier),
+                        ("thresholds", lambda r: r.threshold)):
+        values = sorted({str(value(r)) for r in records})
+        if len(values) > 1:
+            found.append(f"merges runs of different {what} ({', '.join(values)}): give the shards of one run")
+    shards = [r.shard for r in records]
+    if None in shards:
+        unsharded = [str(path) for path, record in side.parts if record.shard is None]
+        return found + [f"merges runs that are not shards ({', '.join(unsharded)}): "
+                        "several run directories make one side only as shards (--shard I/N)"]
+    counts = {shard.split("/")[1] for shard in shards}
+    if len(counts) > 1:
+        return found + [f"merges shards of different splits ({', '.join(sorted(shards))})"]
+    count = int(counts.pop())
+    indexes = [int(shard.split("/")[0]) for shard in shards]
+    duplicated = sorted({i for i in indexes if indexes.count(i) > 1})
+    missing = sorted(set(range(1, count + 1)) - set(indexes))
+    if duplicated:
+        found.append(f"shard {', '.join(f'{i}/{count}' for i in duplicated)} given more than once")
+    if missing:
+        found.append(f"shards missing: {', '.join(f'{i}/{count}' for i in missing)} (the run is incomplete)")
+    return found
+
+
+def _jit_problems(record: RunRecord) -> list[str]:
+    errors = sorted({f.jit_error for f in record.files if f.jit_error})
+    if record.files and record.compiled == 0:
+        errors.append(f"vacuous: the JIT was on but compiled 0 functions in {len(record.files)} files")
+    return errors
+
+
+def _contamination(record: RunRecord) -> list[str]:
+    found = {f.contamination for f in record.files if f.contamination}
+    if record.interpreter.get("cinderx_origin"):
+        found.add(f"cinderx importable from {record.interpreter['cinderx_origin']}")
+    return sorted(found)
