@@ -45,8 +45,8 @@ def build_suite(suite_name: str, results: Iterable[TestResult], properties: dict
     suite = TestSuite(suite_name)
     for key, value in properties.items():
         suite.add_property(key, value)
-    for result in results:
-        suite.add_testcase(_case(result, replay.get(result.nodeid, result.replay), case_properties or {}))
+    for result in results:  # append, not add_testcase: that recounts the whole suite per case (quadratic)
+        suite.append(_case(result, replay.get(result.nodeid, result.replay), case_properties or {}))
     suite.update_statistics()
     return suite
 
