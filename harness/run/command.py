@@ -8,6 +8,7 @@ from pathlib import Path
 
 from harness.configure.configurations import load_catalog
 from harness.configure.provision import ensure_python
+from harness.configure.sources import fetch_tests, installed_torch_version
 from harness.configure.tiers import Tier, get_tier
 from harness.errors import HarnessError
 from harness.record.store import RunDirectory, default_results_root
@@ -36,6 +37,12 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     run.add_argument("--resume", type=Path, metavar="RUN_DIR",
                      help="continue an interrupted run without rerunning what finished")
     run.set_defaults(handler=_run)
+
+    fetch = commands.add_parser("fetch-tests", help="fetch PyTorch's test/ folder for the installed torch")
+    fetch.add_argument("--version", help="torch release (default: the torch of this interpreter)")
+    fetch.add_argument("--repo", help="PyTorch repository or mirror (default: $HARNESS_PYTORCH_REPO or GitHub)")
+    fetch.add_argument("--cache", type=Path, help="where checkouts are kept (default: the harness cache)")
+    fetch.set_defaults(handler=_fetch_tests)
 
     provision = commands.add_parser("provision", help="find or provision an interpreter (e.g. 3.14)")
     provision.add_argument("version", nargs="?", default="3.14")
@@ -84,6 +91,12 @@ def _resume(args: argparse.Namespace) -> int:
     record = RunDirectory(args.resume).read_record()
     configuration = load_catalog().get(record.configuration["name"]).with_threshold(record.threshold)
     print(f"run directory: {resume(args.resume, configuration, get_tier(record.tier), args.jobs)}")
+    return EXIT_OK
+
+
+def _fetch_tests(args: argparse.Namespace) -> int:
+    tests = fetch_tests(args.version or installed_torch_version(), args.repo, args.cache)
+    print(f"PyTorch tests at {tests}\nuse them with: --tests-dir {tests}  (or: export HARNESS_TESTS_DIR={tests})")
     return EXIT_OK
 
 
