@@ -101,3 +101,35 @@ def tests(session: nox.Session) -> None:
     """The harness's own tests: unit tests, then end-to-end runs on real CPython 3.14 + CinderX."""
     session.install("--disable-pip-version-check", "-e", f"{ROOT}[test]", TEST_TORCH)
     session.run("pytest", *session.posargs)
+
+
+# --- Performance (issue 7; docs/perf.md) ------------------------------------------------------------
+# `<configuration>-perf` runs the pyperf suite (harness/perf/) in the configuration's environment
+# (`-- --threshold 1`, `-- --fast`, `-- --bench NAME` reach `python -m harness perf run`);
+# `perf-diff` compares the latest baseline perf run with the latest of every other configuration
+# and threshold, into results/reports/perf-report.{md,json}.
+
+def _register_perf(configuration: Configuration) -> None:
+    def perf(session: nox.Session) -> None:
+        command = ["-m", "harness", "perf", "run", "--config", configuration.name, *session.posargs]
+        if not configuration.venv:  # an existing interpreter, used as it is: it must already have pyperf
+            session.run(sys.executable, *command, "--python", configuration.python, external=True)
+            return
+        prepare_environment(session, configuration, "pyperf")
+        session.run("python", *command)
+
+    perf.__doc__ = f"performance suite (pyperf) | {configuration.description or configuration.name}"
+    nox.session(name=f"{configuration.name}-perf", python=session_python(configuration),
+                tags=["perf"], requires=["provision"] if configuration.venv else [])(perf)
+
+
+for _configuration in CATALOG.configurations.values():
+    _register_perf(_configuration)
+
+
+@nox.session(name="perf-diff")
+def perf_diff(session: nox.Session) -> None:
+    """Compare the latest baseline perf run with the latest perf run of every other configuration."""
+    session.install("--disable-pip-version-check", "-e", f"{ROOT}[perf]")
+    session.run("python", "-m", "harness", "perf", "compare-latest", "--format", "md", "json",
+                "--out", str(default_results_root() / "reports"), *session.posargs)

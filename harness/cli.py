@@ -11,6 +11,7 @@ import sys
 
 from harness.compare import command as compare_command
 from harness.errors import HarnessError
+from harness.perf import command as perf_command
 from harness.run import command as run_command
 
 EXIT_USAGE = 3
@@ -29,6 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     run_command.add_commands(commands)
     compare_command.add_commands(commands)
+    perf_command.add_commands(commands)
     return parser
 
 

@@ -1,0 +1,136 @@
+"""`python -m harness perf run | compare | compare-latest`: arguments and what they do.
+
+Exit statuses: 0 a valid comparison, 2 a comparison that is not valid (speed-ups withheld: the JIT
+compiled nothing, versions or machines differ, the baseline could import CinderX), 3 bad usage or
+unreadable input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from harness.configure.configurations import load_catalog
+from harness.errors import HarnessError
+from harness.perf import benchmarks
+from harness.perf.effort import EFFORTS, Effort
+from harness.record.store import default_results_root
+
+FORMATS = ("md", "json")
+
+
+def _require_pyperf() -> None:
+    """The perf modules import pyperf, which test-run environments need not have: checked on use."""
+    try:
+        import pyperf  # noqa: F401
+    except ImportError:
+        raise HarnessError("`harness perf` needs pyperf in this interpreter: pip install pyperf "
+                           "(or the harness's `perf` extra)") from None
+
+
+def add_commands(commands: argparse._SubParsersAction) -> None:
+    perf = commands.add_parser("perf", help="performance: run the pyperf suite, compare perf runs")
+    actions = perf.add_subparsers(dest="perf_command", required=True, parser_class=type(perf))
+
+    run = actions.add_parser("run", help="run the benchmark suite under one configuration with this interpreter")
+    run.add_argument("--config", required=True, help="configuration name (see configurations.yaml)")
+    run.add_argument("--threshold", type=int, help="JIT compile threshold for this run (JIT configurations)")
+    run.add_argument("--results", type=Path, help="results root (default: $HARNESS_RESULTS or ./results)")
+    run.add_argument("--python", help="interpreter to benchmark (default: the one running this)")
+    run.add_argument("--bench", nargs="+", action="extend", metavar="NAME",
+                     help=f"only these benchmarks ({', '.join(b.name for b in benchmarks.BENCHMARKS)})")
+    effort = run.add_mutually_exclusive_group()
+    effort.add_argument("--fast", action="store_true",
+                        help=f"rough and quick: {EFFORTS['fast']} (default: {EFFORTS['default']})")
+    effort.add_argument("--rigorous", action="store_true", help=f"twice the processes: {EFFORTS['rigorous']}")
+    run.add_argument("--clock", choices=("cpu", "wall"), default="cpu",
+                     help="cpu: the benchmark thread's CPU time (default, robust on a shared machine); wall: elapsed")
+    run.add_argument("--processes", type=int, metavar="N", help="worker processes per benchmark (default 8)")
+    run.add_argument("--values", type=int, metavar="N", help="measured values per worker process (default 6)")
+    run.add_argument("--rounds", type=int, metavar="N",
+                     help="passes through the suite that share the processes out over time (default 4)")
+    run.set_defaults(handler=_run)
+
+    pair = actions.add_parser("compare", help="compare a baseline perf run with one or more candidates")
+    pair.add_argument("baseline", type=Path, help="perf run directory or pyperf JSON file")
+    pair.add_argument("candidates", type=Path, nargs="+", help="perf run directories or pyperf JSON files")
+    pair.set_defaults(handler=_compare)
+
+    latest = actions.add_parser("compare-latest", help="the latest baseline perf run against the latest perf "
+                                                       "run of every other configuration and threshold")
+    latest.add_argument("--results", type=Path, help="results root (default: $HARNESS_RESULTS or ./results)")
+    latest.set_defaults(handler=_compare_latest)
+    for sub in (pair, latest):
+        sub.add_argument("--format", nargs="+", action="extend", choices=FORMATS, dest="formats",
+                         help="report formats (default: md)")
+        sub.add_argument("--out", type=Path, help="write perf-report.<format> files into this directory")
+
+
+def effort_of(args: argparse.Namespace) -> Effort:
+    """--fast / --rigorous / the default, with --processes, --values and --rounds applied."""
+    effort = EFFORTS["fast" if args.fast else "rigorous" if args.rigorous else "default"]
+    for name, value in (("--processes", args.processes), ("--values", args.values), ("--rounds", args.rounds)):
+        if value is not None and value < (1 if name == "--rounds" else 2):
+            raise HarnessError(f"{name} must be at least {1 if name == '--rounds' else 2}, not {value}")
+    return Effort(processes=args.processes or effort.processes, values=args.values or effort.values,
+                  rounds=args.rounds or effort.rounds)
+
+
+def _run(args: argparse.Namespace) -> int:
+    configuration = load_catalog().get(args.config).with_threshold(args.threshold)
+    try:
+        selected = benchmarks.select(args.bench)
+    except ValueError as error:
+        raise HarnessError(f"--bench: {error}") from None
+    _require_pyperf()
+    from harness.perf.run import PerfRequest, execute
+
+    request = PerfRequest(
+        configuration=configuration, results_root=(args.results or default_results_root()).resolve(),
+        python=args.python or sys.executable, benchmarks=tuple(b.name for b in selected),
+        effort=effort_of(args), clock=args.clock, command=tuple(sys.argv),
+    )
+    print(f"perf run complete: {execute(request, announce=_echo)}")
+    return 0
+
+
+def _echo(line: str) -> None:
+    print(line, flush=True)
+
+
+def _compare(args: argparse.Namespace) -> int:
+    return _report(args.baseline, args.candidates, args)
+
+
+def _report(baseline: Path, candidates: list[Path], args: argparse.Namespace) -> int:
+    _require_pyperf()
+    from harness.perf.compare import compare
+    from harness.perf.record import load_perf_side
+    from harness.perf.report import deliver
+
+    comparison = compare(load_perf_side(baseline), [load_perf_side(path) for path in candidates])
+    deliver(comparison, args.formats or ["md"], args.out)
+    return comparison.exit_status
+
+
+def _candidate_order(item: tuple[tuple[str, int | None], Path]) -> tuple[str, int]:
+    (config, threshold), _ = item
+    return config, -(threshold if threshold is not None else -1)
+
+
+def _compare_latest(args: argparse.Namespace) -> int:
+    _require_pyperf()
+    from harness.perf.record import latest_perf_runs
+
+    root = args.results or default_results_root()
+    baseline_name = load_catalog().baseline
+    latest = latest_perf_runs(root)
+    baselines = [path for (config, _), path in latest.items() if config == baseline_name]
+    if not baselines:
+        raise HarnessError(f"no complete '{baseline_name}' perf run under {root} (run: nox -s {baseline_name}-perf)")
+    candidates = [path for (config, threshold), path in sorted(latest.items(), key=_candidate_order)
+                  if config != baseline_name]
+    if not candidates:
+        raise HarnessError(f"no candidate perf runs under {root}: run a `<configuration>-perf` session first")
+    return _report(baselines[-1], candidates, args)
