@@ -18,7 +18,8 @@ HARNESS_ROOT = Path(__file__).resolve().parents[2]
 SOURCES = {"harness": "harness", "pytorch": "pytorch"}
 REQUIREMENTS = {"cuda": "cuda"}
 _TIER_KEYS = {"description", "source", "files", "exclude", "timeout", "test_timeout", "env", "pytest_args",
-              "requires", "stages", "per_model"}
+              "requires", "stages", "per_model", "entry"}
+ENTRIES = {"pytest": "pytest", "script": "script"}
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,7 @@ class Tier:
     pytest_args: tuple[str, ...] = ()
     requires: str | None = None
     stages: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    entry: str = "pytest"  # pytest: `python -m pytest FILE`; script: `python FILE --use-pytest`, as PyTorch's CI
 
     def tests_dir(self, override: Path | None) -> Path:
         """Where this tier's files live: the harness itself, or a PyTorch `test/` folder."""
@@ -120,6 +122,7 @@ def _tier(name: str, section: Section) -> Tier:
         requires=requires,
         test_timeout=test_timeout,
         stages=_stages(section, name),
+        entry=section.choice("entry", ENTRIES, "pytest"),
     )
 
 

@@ -47,6 +47,9 @@ class EventStream:
             handle.write(json.dumps(event) + "\n")
         self.read_new()
 
+    def sessions(self) -> int:
+        return sum(1 for event in self.events if event["event"] == "session_start")
+
     def last_session(self) -> list[dict[str, Any]]:
         starts = [i for i, event in enumerate(self.events) if event["event"] == "session_start"]
         return self.events[starts[-1]:] if starts else []

@@ -97,8 +97,7 @@ def run_file(context: FileContext, file: str, targets: list[str], on_event: Even
     stream.read_new()  # a resumed run continues the stream an interrupted one left
     deselect = context.run.events(module).with_suffix(".done")
     env = {**context.env, "HARNESS_EVENTS": str(stream.path.resolve()), "HARNESS_DESELECT": str(deselect.resolve())}
-    command = [context.python, "-bb", "-X", "faulthandler", "-m", "pytest", *targets, "-p", "harness.run.plugin",
-               "-q", "--color=no", "-o", f"cache_dir={context.run.cache / 'pytest'}", *context.tier.pytest_args]
+    command = _command(context, file, targets)
     began = time.monotonic()
     file_deadline = began + context.tier.timeout
     culprits: list[str] = []
@@ -106,26 +105,32 @@ def run_file(context: FileContext, file: str, targets: list[str], on_event: Even
     returncode = 0
     while True:
         deselect.write_text("".join(f"{nodeid}\n" for nodeid in sorted(stream.finished())))
+        sessions_before = stream.sessions()
         returncode, ending = _run_process(command, context, env, module, stream, file_deadline,
                                           lambda event: on_event(file, event))
         if LIVE.stopping:
             raise Interrupted(file)
-        if stream.last_session_finished():
+        started = stream.sessions() > sessions_before
+        if started and stream.last_session_finished():
             break
         signal_name = _signal_name(returncode)
         if signal_name:
             signals.append(signal_name)
-        progressed = stream.last_session_results() > 0
-        running = stream.running()
+        progressed = started and stream.last_session_results() > 0
+        running = stream.running() if started else None
         cause = {"test_timeout": f"test exceeded the tier's per-test limit ({context.tier.test_timeout} s)",
                  "file_timeout": f"file exceeded the tier's limit ({context.tier.timeout} s)"}.get(
             ending, f"process died with {signal_name or f'exit status {returncode}'}")
         culprit = running or f"{file}::<process>"
-        stream.append({"event": "result", "nodeid": culprit, "outcome": "crashed" if ending == "exited" else "timeout",
-                       "duration": 0.0, "message": f"{cause} while running {culprit}",
-                       "text": _log_tail(context.run.log(module)), "attempts": []})
+        # A file that fails before pytest starts (an import error at the top of a script) is an
+        # import/collection error of the file; anything else that ends a process early is a crash.
+        outcome = "timeout" if ending != "exited" else ("crashed" if started or signal_name else "error")
+        message = f"{cause} while running {culprit}" if outcome != "error" else f"collection error: {cause} before pytest started"
+        stream.append({"event": "result", "nodeid": culprit, "outcome": outcome, "duration": 0.0,
+                       "message": message, "text": _log_tail(context.run.log(module)), "attempts": []})
         on_event(file, stream.events[-1])
-        culprits.append(f"{culprit}: {cause}")
+        if outcome != "error":
+            culprits.append(f"{culprit}: {cause}")
         if ending == "file_timeout" or not (running or progressed):
             break
     summary = summarize(module, file, stream.events)
@@ -146,6 +151,16 @@ def run_file(context: FileContext, file: str, targets: list[str], on_event: Even
         culprit="; ".join(culprits) or None, processes=summary.processes,
     )
     return FileOutcome(record, summary.results)
+
+
+def _command(context: FileContext, file: str, targets: list[str]) -> list[str]:
+    """PyTorch's way (`python -bb FILE --use-pytest`, options through to pytest) or plain pytest."""
+    options = ["-p", "harness.run.plugin", "-q", "--color=no", "-o", f"cache_dir={context.run.cache / 'pytest'}",
+               *context.tier.pytest_args]
+    interpreter = [context.python, "-bb", "-X", "faulthandler"]
+    if context.tier.entry == "script" and targets == [file]:
+        return [*interpreter, file, "--use-pytest", *options]
+    return [*interpreter, "-m", "pytest", *targets, *options]
 
 
 def _run_process(command: list[str], context: FileContext, env: dict[str, str], module: str,

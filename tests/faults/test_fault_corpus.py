@@ -14,10 +14,11 @@ FILES = ("test_segfault_at_3.py", "test_sigbus.py", "test_abort.py", "test_exit_
          "test_thousand_crash_at_10.py")
 
 
-@pytest.fixture(scope="module")
-def corpus(tmp_path_factory):
+@pytest.fixture(scope="module", params=["script", "pytest"])
+def corpus(request, tmp_path_factory):
+    """The corpus run the way PyTorch's CI runs files (`python FILE --use-pytest`) and as plain pytest."""
     run = run_fixtures(tmp_path_factory.mktemp("faults"), FILES, tests_dir=FIXTURES / "faults", test_timeout=5,
-                       timeout=300, jobs=2)
+                       timeout=300, jobs=2, entry=request.param)
     return run, {f.file: f for f in run.read_record().files}
 
 
@@ -58,7 +59,7 @@ def test_collection_and_import_errors_are_recorded_per_file(corpus, file, text):
     run, files = corpus
     [result] = read_results(run.junit(file.removesuffix(".py")))
     assert result.outcome == "error" and result.message.startswith("collection error") and text in result.text
-    assert files[file].culprit is None and files[file].processes == 1
+    assert files[file].culprit is None and files[file].signal is None
 
 
 def test_crashed_tests_carry_the_faulthandler_dump_and_a_replay_command(corpus):
