@@ -235,6 +235,20 @@ def py_generators_closures() -> Body:
     return body
 
 
+def py_dict_strings() -> Body:
+    """Pure Python calibration: dict and str work (split, format, count): runtime-bound, little for a JIT."""
+    words = ("alpha beta gamma delta epsilon zeta eta theta iota kappa " * 4).split()
+
+    def body() -> object:
+        counts: dict[str, int] = {}
+        for index, word in enumerate(words):
+            key = f"{word}:{index % 7}"
+            counts[key] = counts.get(key, 0) + len(word)
+        return ",".join(sorted(counts)[:5])
+
+    return body
+
+
 BENCHMARKS: tuple[Benchmark, ...] = (
     Benchmark("module_call", TORCH, module_call),
     Benchmark("optimizer_step", TORCH, optimizer_step),
@@ -245,6 +259,7 @@ BENCHMARKS: tuple[Benchmark, ...] = (
     Benchmark("py_float_arithmetic", CALIBRATION, py_float_arithmetic),
     Benchmark("py_method_calls", CALIBRATION, py_method_calls),
     Benchmark("py_generators_closures", CALIBRATION, py_generators_closures),
+    Benchmark("py_dict_strings", CALIBRATION, py_dict_strings),
 )
 
 

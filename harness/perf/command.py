@@ -46,10 +46,14 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     effort.add_argument("--rigorous", action="store_true", help=f"twice the processes: {EFFORTS['rigorous']}")
     run.add_argument("--clock", choices=("cpu", "wall"), default="cpu",
                      help="cpu: the benchmark thread's CPU time (default, robust on a shared machine); wall: elapsed")
-    run.add_argument("--processes", type=int, metavar="N", help="worker processes per benchmark (default 8)")
-    run.add_argument("--values", type=int, metavar="N", help="measured values per worker process (default 6)")
+    default = EFFORTS["default"]
+    run.add_argument("--processes", type=int, metavar="N",
+                     help=f"worker processes per benchmark (default {default.processes})")
+    run.add_argument("--values", type=int, metavar="N",
+                     help=f"measured values per worker process (default {default.values})")
     run.add_argument("--rounds", type=int, metavar="N",
-                     help="passes through the suite that share the processes out over time (default 4)")
+                     help=f"passes through the suite that share the processes out over time "
+                          f"(default {default.rounds})")
     run.set_defaults(handler=_run)
 
     pair = actions.add_parser("compare", help="compare a baseline perf run with one or more candidates")

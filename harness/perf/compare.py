@@ -125,7 +125,7 @@ class JitFacts:
 
     mode: str
     threshold: int | None
-    compiled: tuple[int, ...]  # per worker process, calibration run included
+    compiled: tuple[int, ...]  # per measuring worker process (pyperf's calibration run left out)
     compile_ms: tuple[int, ...]
     errors: tuple[str, ...]
 
@@ -144,7 +144,7 @@ class JitFacts:
 
 
 def jit_facts(benchmark: pyperf.Benchmark) -> JitFacts:
-    runs = [run.get_metadata() for run in benchmark.get_runs()]
+    runs = [run.get_metadata() for run in benchmark.get_runs() if run.values]
     modes = {str(m.get("harness_jit", "unknown")) for m in runs}
     thresholds = {m["harness_threshold"] for m in runs if "harness_threshold" in m}
     return JitFacts(
@@ -217,7 +217,8 @@ def baseline_problems(side: PerfSide) -> list[str]:
     origins = _metadata_values(side.suite, "harness_cinderx_origin")
     if side.record and side.record.jit == "absent" and side.record.interpreter.get("cinderx_origin"):
         origins.add(str(side.record.interpreter["cinderx_origin"]))
-    return [f"baseline {side.label} could import CinderX ({origin}): not a clean baseline" for origin in sorted(origins)]
+    return [f"baseline {side.label} could import CinderX ({origin}): not a clean baseline"
+            for origin in sorted(origins)]
 
 
 def pairing_problems(baseline: PerfSide, candidate: PerfSide) -> list[str]:
@@ -297,7 +298,7 @@ def compare(baseline: PerfSide, candidates: Sequence[PerfSide]) -> PerfCompariso
                         tag=_tag(reference), baseline=stats_of(base[name]) if name in base else None, cells=cells))
     summaries = []
     for index, (side, label) in enumerate(zip(candidates, _unique(side.label for side in candidates), strict=True)):
-        summaries.append(_candidate(side, label, [row for row in rows], index, side_problems[index], global_problems))
+        summaries.append(_candidate(side, label, rows, index, side_problems[index], global_problems))
     return PerfComparison(baseline.label, str(baseline.path), tuple(summaries), tuple(rows), tuple(global_problems))
 
 

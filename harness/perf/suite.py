@@ -35,8 +35,8 @@ from harness.run import jit
 
 WARMUP_CALLS = 1001  # compile_after_n_calls(1000), the default threshold, compiles on call 1001
 WARMUP_SECONDS = 1.0  # slow bodies (dynamo tracing) stop earlier; the metadata says how many calls ran
-PROCESSES = 8  # worker processes per benchmark: the unit of the significance test (see compare.py)
-VALUES = 6  # measured values per worker process, after one pyperf warm-up value
+PROCESSES = 6  # worker processes per manager; `harness perf run` sets them per round (see effort.py)
+VALUES = 8  # measured values per worker process, after one pyperf warm-up value
 CLOCKS: dict[str, Callable[[], float]] = {"cpu": time.thread_time, "wall": pyperf.perf_counter}
 
 
@@ -103,16 +103,20 @@ def jit_metadata(request: jit.JitRequest, error: str | None, warm: WarmUp) -> di
     return metadata
 
 
-def prepare(benchmark: Benchmark, request: jit.JitRequest) -> tuple[Body, dict[str, str | int | float]]:
-    """In the worker that runs `benchmark`: set it up, switch the JIT on, warm up, read the JIT back."""
+def prepare(benchmark: Benchmark, request: jit.JitRequest, warm: bool) -> tuple[Body, dict[str, str | int | float]]:
+    """In the worker that runs `benchmark`: set it up, switch the JIT on, warm up, read the JIT back.
+
+    pyperf's calibration worker (it only chooses loops per value; its values are discarded) skips
+    the warm-up: at threshold 1, waiting for dynamo's ~2,000 compiles costs half a minute per process.
+    """
     error = jit.apply(request) if request.activation == "startup" else None
     body = benchmark.setup()
     if request.activation != "startup":  # after-collection: imports and set-up ran interpreted
         error = jit.apply(request)
     if error and request.mode == "on":
         sys.exit(f"harness.perf.suite: {benchmark.name}: the JIT could not be switched on: {error}")
-    warm = warm_up(body)
-    return body, jit_metadata(request, error, warm)
+    done = warm_up(body) if warm else WarmUp(calls=0, seconds=0.0)
+    return body, jit_metadata(request, error, done)
 
 
 def _never(loops: int) -> float:
@@ -143,7 +147,8 @@ def main() -> None:
                                        "harness_clock": args.clock}
         time_func: Callable[[int], float] = _never
         if args.worker and args.worker_task == index:
-            body, facts = prepare(benchmark, request)
+            calibrating = bool(args.calibrate_loops or args.recalibrate_loops)
+            body, facts = prepare(benchmark, request, warm=not calibrating)
             metadata.update(facts)
             time_func = timer(body, CLOCKS[args.clock])
         runner.bench_time_func(benchmark.name, time_func, metadata=metadata)
