@@ -137,3 +137,42 @@ def test_bad_configuration_stops_nox_with_one_line(tmp_path: Path):
     done = nox("-l", env={"HARNESS_CONFIGURATIONS": str(user)})
     assert done.returncode != 0
     assert f"{user}:5: configuration 'mine': unknown key 'treshold'" in done.stderr
+
+
+def run_with_cinderx(config: str, results: Path, *extra: str, env: dict[str, str] | None = None) -> Path:
+    """A run of `config` by the cinderx-jit session's interpreter (CinderX installed)."""
+    done = harness(session_python("cinderx-jit-p0"), "run", "--config", config, "--tier", "p0", "--results",
+                   str(results), *extra, env=env)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    return only_run(results)
+
+
+def test_cinderx_nojit_loads_cinderx_with_the_jit_off(stock_smoke: Path, tmp_path: Path):
+    run = run_with_cinderx("cinderx-nojit", tmp_path, "--select", SMOKE)
+    [file] = RunDirectory(run).read_record().files
+    assert file.jit["loaded"] and not file.jit["enabled"] and file.jit["compiled"] == 0
+    assert file.counts == {"passed": 2}
+    diff = harness(sys.executable, "diff", str(stock_smoke), str(run))
+    assert diff.returncode == 0, diff.stdout  # JIT off is not vacuous: nothing was claimed
+
+
+def test_startup_activation_compiles_import_time_code_too(tmp_path: Path):
+    user = tmp_path / "configurations.yaml"
+    user.write_text("configurations:\n  jit-at-startup:\n    python: '3.14'\n    packages: [cinderx]\n"
+                    "    jit: 'on'\n    threshold: 1000\n    activation: startup\n")
+    env = {"HARNESS_CONFIGURATIONS": str(user)}
+    at_startup = run_with_cinderx("jit-at-startup", tmp_path / "startup", "--select", SMOKE, env=env)
+    after_collection = run_with_cinderx("cinderx-jit", tmp_path / "after", "--select", SMOKE)
+    module = "harness.smoke.test_smoke"
+    assert compiled_in(at_startup, module) > compiled_in(after_collection, module) > 0
+
+
+def test_disengaged_jit_is_paused_while_dynamo_traces_and_on_afterwards(tmp_path: Path):
+    interop = "harness/smoke/test_compile_interop.py"
+    disengaged = run_with_cinderx("cinderx-jit-disengaged", tmp_path / "off", "--select", interop)
+    engaged = run_with_cinderx("cinderx-jit", tmp_path / "on", "--select", interop)
+    for run in (disengaged, engaged):  # the test asserts the JIT state seen by the backend during tracing
+        [file] = RunDirectory(run).read_record().files
+        assert file.counts == {"passed": 3} and file.jit["enabled"], file
+    module = "harness.smoke.test_compile_interop"
+    assert compiled_in(disengaged, module) < compiled_in(engaged, module)
