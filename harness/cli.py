@@ -13,6 +13,7 @@ from harness.compare import command as compare_command
 from harness.errors import HarnessError
 from harness.perf import command as perf_command
 from harness.run import command as run_command
+from harness.scan import command as scan_command
 
 EXIT_USAGE = 3
 
@@ -30,6 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     run_command.add_commands(commands)
     compare_command.add_commands(commands)
+    scan_command.add_commands(commands)
     perf_command.add_commands(commands)
     return parser
 
