@@ -95,10 +95,10 @@ def summarize(module: str, file: str, events: list[dict[str, Any]]) -> FileSumma
             sessions.append({})
             contamination = contamination or event.get("contamination")
         elif kind == "result":
-            results[event["nodeid"]] = test_result(module, event)
+            results[event["nodeid"]] = result_from_event(module, event)
         elif kind == "collect_error":
             nodeid = event["nodeid"] or file
-            results[nodeid] = test_result(module, {**event, "nodeid": nodeid, "outcome": "error", "duration": 0.0,
+            results[nodeid] = result_from_event(module, {**event, "nodeid": nodeid, "outcome": "error", "duration": 0.0,
                                                    "message": f"collection error: {event['message']}"})
         elif kind == "jit_applied":
             jit_error = jit_error or event.get("error")
@@ -119,11 +119,9 @@ def _jit_over(sessions: list[dict[str, Any]]) -> dict[str, Any] | None:
     return {**known[-1], "compiled": sum(s.get("compiled", 0) for s in known)}
 
 
-def test_result(module: str, event: dict[str, Any]) -> TestResult:
+def result_from_event(module: str, event: dict[str, Any]) -> TestResult:
     classname, name = junit_names(event["nodeid"])
     return TestResult(classname=classname, name=name, outcome=event["outcome"], module=module,
                       duration=event.get("duration", 0.0), message=event.get("message", ""),
                       text=event.get("text", ""), nodeid=event["nodeid"], attempts=tuple(event.get("attempts", ())))
 
-
-test_result.__test__ = False  # type: ignore[attr-defined]  # a constructor, not a test

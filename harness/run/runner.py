@@ -84,7 +84,7 @@ def execute(request: RunRequest, announce: Callable[[str], None] | None = None) 
     skip = _unmet_requirement(request.tier, request.python, env)
     if skip:
         run.write_record(replace(record, status="complete", skipped_reason=skip, finished=_now()))
-        RunProgress(0, announce).announce(f"tier {request.tier.name} skipped: {skip}")
+        (announce or print)(f"tier {request.tier.name} skipped: {skip}")
         return run.root
     run.write_record(record)
     context = FileContext(request.python, request.tests_dir, request.tier, config, run, env)
