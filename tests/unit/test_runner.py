@@ -112,3 +112,10 @@ def test_plugin_streams_events_as_tests_run(run_outcomes):
     first_process = kinds[:kinds.index("session_start", 1)]
     assert first_process[3:] == ["start", "result", "start", "result"]  # the culprit's result is the runner's
     assert kinds.count("session_start") == 2 and kinds[-1] == "session_finish"
+
+
+def test_gpu_tier_without_a_gpu_is_skipped_with_its_reason(run_outcomes):
+    run = run_outcomes("test_outcomes.py", requires="cuda")
+    record = run.read_record()
+    assert record.status == "complete" and record.files == ()
+    assert "no CUDA device visible to torch" in record.skipped_reason
