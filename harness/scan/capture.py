@@ -190,7 +190,8 @@ class OpRecorder(TorchDispatchMode):
         self.calls: list[Call] = []
         self._garbage = _Garbage()
 
-    def __torch_dispatch__(self, func: Any, types: Any, args: Sequence[Any] = (), kwargs: Mapping[str, Any] | None = None) -> Any:
+    def __torch_dispatch__(self, func: Any, types: Any, args: Sequence[Any] = (),
+                           kwargs: Mapping[str, Any] | None = None) -> Any:
         kwargs = kwargs or {}
         self.calls.append(self._record(func, args, kwargs))
         output = func(*args, **kwargs)

@@ -139,7 +139,8 @@ def build_module_model(spec: str, input_shapes: Sequence[Sequence[int]], input_d
                       code_root(python_module), _versions())
 
 
-def make_inputs(shapes: Sequence[Sequence[int]], dtypes: Sequence[str], high: int, seed: int) -> tuple[torch.Tensor, ...]:
+def make_inputs(shapes: Sequence[Sequence[int]], dtypes: Sequence[str], high: int,
+                seed: int) -> tuple[torch.Tensor, ...]:
     """Floats from randn, integers from [0, high), bools at 50%; one seeded generator for all."""
     generator = torch.Generator().manual_seed(seed)
     tensors = []

@@ -82,8 +82,8 @@ def apply(scan: Scan, verdicts: Sequence[Verdict]) -> Scan:
         elif verdict.change == "omit":
             omitted.append(Omission(case.op, verdict.reason, 1))
         elif verdict.change == "metadata":
-            cases.append(dataclasses.replace(case, compare="metadata",
-                                             description=f"{case.description}\ncompare: metadata because {verdict.reason}"))
+            note = f"compare: metadata because {verdict.reason}"
+            cases.append(dataclasses.replace(case, compare="metadata", description=f"{case.description}\n{note}"))
         else:
             cases.append(dataclasses.replace(case, skip_reason=verdict.reason))
     return dataclasses.replace(scan, cases=tuple(cases), omitted=tuple(omitted))
