@@ -60,7 +60,7 @@ def test_main_job_gives_a_valid_diff_with_jit_proof(main_job: Path):
     assert report["valid"] and report["problems"] == [] and report["summary"]["regressions"] == 0
     modules = {row["module"]: row for row in report["modules"]}
     assert set(modules) == {"harness.smoke.test_smoke", "harness.smoke.test_python_patterns",
-                            "harness.smoke.test_compile_interop"}
+                            "harness.smoke.test_compile_interop", "op_manifests.test_model_ops"}
     for row in modules.values():
         assert row["jit_compiled"] > 0, row
         assert row["baseline"] == row["candidate"] and row["baseline"].get("failed", 0) == 0

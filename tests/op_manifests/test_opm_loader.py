@@ -18,7 +18,7 @@ def _errors(manifest) -> list[str]:
 
 def test_shipped_manifests_load_without_errors() -> None:
     manifests = {m.model: m for m in load_dir(REPO / "op_manifests", Limits())}
-    assert set(manifests) == {"template", "toy_mlp"}
+    assert set(manifests) >= {"template", "toy_mlp", "gpt_oss", "granite_moe_hybrid", "vit", "whisper"}
     for manifest in manifests.values():
         assert _errors(manifest) == []
     assert len(manifests["toy_mlp"].cases) >= 15
