@@ -14,12 +14,11 @@ Categories (docs/verdicts.md):
 
 from __future__ import annotations
 
-import shlex
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from harness.compare import identity, validity
+from harness.compare import identity, replay, validity
 from harness.compare.classify import classify, exception_type
 from harness.compare.validity import Allowances
 from harness.record.model import BAD_OUTCOMES, FileRecord, TestResult
@@ -121,8 +120,8 @@ def compare(baseline: Side, candidate: Side, allow: Allowances = Allowances()) -
         if new is not None and new.outcome in BAD_OUTCOMES:
             found = _regression(key, old, new.outcome, new.message, new.replay)
         elif new is None and old.module in crashed_files:
-            replay = f"{prefixes[old.module]} {shlex.quote(old.nodeid)}" if old.module in prefixes and old.nodeid else ""
-            found = _regression(key, old, "crashed", f"not run: {crashed_files[old.module]}", replay)
+            command = replay.command(prefixes[old.module], [old.nodeid]) if old.module in prefixes and old.nodeid else ""
+            found = _regression(key, old, "crashed", f"not run: {crashed_files[old.module]}", command)
         else:
             continue
         if _failed_before(old):
@@ -159,9 +158,8 @@ def _failed_before(result: TestResult) -> bool:
 def _flaky_passes(before: dict[str, TestResult], after: dict[str, TestResult], known: set[str]) -> list[Flaky]:
     """Tests that passed in the end on a side only after failing there first."""
     found = []
-    for key in sorted(set(before) | set(after)):
-        if key in known:
-            continue
+    rerun = {key for side in (before, after) for key, result in side.items() if result.attempts} - known
+    for key in sorted(rerun):
         for role, result in (("candidate", after.get(key)), ("baseline", before.get(key))):
             if result is not None and result.outcome == "passed" and _failed_before(result):
                 old, new = before.get(key), after.get(key)
@@ -232,11 +230,9 @@ def _replay_prefixes(results: tuple[TestResult, ...]) -> dict[str, str]:
     """Each module's replay command without node ids, recovered from its tests' replay commands."""
     prefixes: dict[str, str] = {}
     for result in results:
-        if result.module not in prefixes and result.replay and result.nodeid:
-            suffix = f" {shlex.quote(result.nodeid)}"
-            if result.replay.endswith(suffix):
-                prefixes[result.module] = result.replay[: -len(suffix)]
-    return prefixes
+        if result.module not in prefixes and result.replay:
+            prefixes[result.module] = replay.prefix_of(result.replay, result.nodeid)
+    return {module: prefix for module, prefix in prefixes.items() if prefix}
 
 
 def _regression(key: str, old: TestResult, outcome: str, message: str, replay: str) -> Regression:

@@ -5,23 +5,23 @@ included, the exact outcome, node id, replay command and rerun attempts as prope
 
 Reading accepts the harness's own files and any other JUnit XML: pytest's --junitxml (xdist and
 pytest-rerunfailures included), unittest-style reports, Maven-surefire-style rerun elements.
-Reading streams with defusedxml's iterparse instead of junitparser's object model: it refuses
-entity declarations (billion laughs), bounds any single token (a billion-character attribute),
-and keeps memory flat; junitparser's tree costs several times a bare parse (see
-docs/verdicts.md). Every unreadable file ends in one HarnessError naming the file.
+Reading streams through pyexpat with defusedxml's guards rather than junitparser's object model
+or defusedxml's iterparse, both several times slower than a bare ElementTree parse (numbers in
+docs/verdicts.md): entity declarations and external references are refused (billion laughs),
+a tag longer than MAX_TOKEN is refused (a billion-character attribute), memory stays flat.
+Every unreadable file ends in one HarnessError naming the file.
 """
 
 from __future__ import annotations
 
 import shlex
 from collections.abc import Iterable
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import BinaryIO
-from xml.etree.ElementTree import Element, ParseError
+from pyexpat import ExpatError, ParserCreate
 
-from defusedxml import DefusedXmlException
-from defusedxml.ElementTree import iterparse
+from defusedxml import DefusedXmlException, EntitiesForbidden, ExternalReferenceForbidden
 from junitparser import Error, Failure, JUnitXml, Properties, Property, Skipped, TestCase, TestSuite
 
 from harness.errors import HarnessError
@@ -31,8 +31,10 @@ _RESULT_ELEMENT = {"failed": Failure, "error": Error, "crashed": Error, "timeout
                    "skipped": Skipped, "xfailed": Skipped}
 _ELEMENT_TYPE = {"crashed": "crashed", "timeout": "timeout", "xfailed": "pytest.xfail"}
 
-READ_CHUNK = 4 << 20  # bytes fed to the parser at once: few feeds keep expat's re-scan of a long token cheap
-MAX_TOKEN = 64 << 20  # bytes without a single closed element: no real report has that, a hostile file does
+READ_CHUNK = 4 << 20  # bytes fed to the parser at once
+# Bytes of one tag still open (a name, an attribute): expat re-scans an open tag on every feed, so
+# a billion-character attribute would take minutes; no real report has a tag this long.
+MAX_TOKEN = 16 << 20
 # Surefire-style elements for earlier attempts of a rerun test, and the outcome each stands for.
 _ATTEMPT_ELEMENTS = {"rerunFailure": "failed", "flakyFailure": "failed", "rerunError": "error", "flakyError": "error"}
 RERUN_ATTEMPT = "failed: rerun (pytest's JUnit XML keeps no details of earlier attempts)"
@@ -94,105 +96,152 @@ def write_document(path: Path, suites: Iterable[TestSuite]) -> None:
 def read_results(path: Path) -> list[TestResult]:
     """Every test of a JUnit XML file, in the file's order (the harness writes run order).
 
-    A test written several times in one file (pytest-rerunfailures under --junitxml writes every
+    A test written several times in one suite (pytest-rerunfailures under --junitxml writes every
     attempt as its own <testcase>) is one result: the last attempt decides, earlier ones become
     its attempts."""
+    reader = _Reader(path)
     try:
         with open(path, "rb") as handle:
-            return _read(_BoundedReader(handle, path), path)
-    except (ParseError, DefusedXmlException, OSError, UnicodeError, ValueError) as error:
+            return reader.read(handle)
+    except (ExpatError, DefusedXmlException, OSError, UnicodeError, ValueError) as error:
         reason = " ".join(str(error).split()) or type(error).__name__
         raise HarnessError(f"{path}: not readable as JUnit XML: {type(error).__name__}: {reason}") from None
 
 
-class _BoundedReader:
-    """Feeds the parser large chunks and refuses a file whose single token outgrows MAX_TOKEN."""
+@dataclass
+class _Case:
+    """A <testcase> as read so far."""
 
-    def __init__(self, handle: BinaryIO, path: Path) -> None:
-        self.handle = handle
+    attributes: dict[str, str]
+    properties: dict[str, str] = field(default_factory=dict)
+    outcome: tuple[str, dict[str, str]] | None = None  # the first failure/error/skipped element
+    text: list[str] = field(default_factory=list)
+    attempts: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Suite:
+    properties: dict[str, str] = field(default_factory=dict)
+    cases: list[_Case] = field(default_factory=list)
+
+
+class _Reader:
+    """pyexpat with the guards defusedxml puts on its parsers (no entity declarations, no external
+    references) and handlers that keep only what a TestResult needs: a third of the cost of
+    ElementTree's pure-Python parser, which defusedxml's iterparse uses."""
+
+    def __init__(self, path: Path) -> None:
         self.path = path
-        self.position = 0
-        self.mark = 0  # position when the parser last closed an element
+        self.results: list[TestResult] = []
+        self.suites: list[_Suite] = [_Suite()]  # the outermost one holds cases outside any <testsuite>
+        self.case: _Case | None = None
+        self.parser = ParserCreate()
+        self.parser.buffer_text = True
+        self.parser.buffer_size = 1 << 16
+        self.parser.StartElementHandler = self._root
+        self.parser.EndElementHandler = self._end
+        self.parser.EntityDeclHandler = self._entity
+        self.parser.UnparsedEntityDeclHandler = self._entity
+        self.parser.ExternalEntityRefHandler = self._external
 
-    def read(self, size: int = -1) -> bytes:
-        if self.position - self.mark > MAX_TOKEN:
-            raise HarnessError(f"{self.path}: not readable as JUnit XML: no element closes within "
-                               f"{MAX_TOKEN >> 20} MiB (a corrupt or hostile file)")
-        data = self.handle.read(READ_CHUNK)
-        self.position += len(data)
-        return data
+    def read(self, handle: BinaryIO) -> list[TestResult]:
+        try:
+            position = 0
+            while chunk := handle.read(READ_CHUNK):
+                if position - max(self.parser.CurrentByteIndex, 0) > MAX_TOKEN:
+                    raise HarnessError(f"{self.path}: not readable as JUnit XML: a tag longer than "
+                                       f"{MAX_TOKEN >> 20} MiB (a corrupt or hostile file)")
+                self.parser.Parse(chunk, False)
+                position += len(chunk)
+            self.parser.Parse(b"", True)
+        finally:
+            del self.parser  # its handlers point back here: without this, a cycle keeps expat's buffers
+        self._settle(self.suites.pop())
+        return self.results
 
+    def _root(self, tag: str, attributes: dict[str, str]) -> None:
+        if tag not in ("testsuites", "testsuite"):
+            raise ValueError(f"root element is <{tag}>, not <testsuites> or <testsuite>")
+        self.parser.StartElementHandler = self._start
+        self._start(tag, attributes)
 
-def _read(source: _BoundedReader, path: Path) -> list[TestResult]:
-    results: dict[tuple[str, str], TestResult] = {}
-    pending: list[Element] = []  # closed cases of the suite being read, before its properties are known
-    events = iterparse(source, events=("end",))
-    for _, element in events:
-        source.mark = source.position
-        tag = element.tag
-        if tag == "testcase":
-            pending.append(element)
+    def _start(self, tag: str, attributes: dict[str, str]) -> None:
+        case = self.case
+        if tag == "property":
+            target = case.properties if case is not None else self.suites[-1].properties
+            target[attributes.get("name", "")] = attributes.get("value", "")
+        elif tag == "testcase":
+            self.case = _Case(attributes)
         elif tag == "testsuite":
-            _settle(pending, _properties(element), path, results)
-            element.clear()
-    root = events.root  # type: ignore[attr-defined]
-    if root is None or root.tag not in ("testsuites", "testsuite"):
-        raise ValueError(f"root element is <{getattr(root, 'tag', None)}>, not <testsuites> or <testsuite>")
-    _settle(pending, {}, path, results)
-    return list(results.values())
+            self.suites.append(_Suite())
+        elif case is None:
+            return
+        elif tag in _OUTCOME_ELEMENTS and case.outcome is None:
+            case.outcome = (tag, attributes)
+            self.parser.CharacterDataHandler = case.text.append  # only an outcome's text is kept
+        elif tag in _ATTEMPT_ELEMENTS:
+            case.attempts.append(f"{_ATTEMPT_ELEMENTS[tag]}: {attributes.get('message', '')}".rstrip(": "))
+
+    def _end(self, tag: str) -> None:
+        if tag == "property":
+            return
+        if tag == "testcase" and self.case is not None:
+            self.suites[-1].cases.append(self.case)
+            self.case = None
+        elif tag == "testsuite":
+            self._settle(self.suites.pop())
+        elif tag in _OUTCOME_ELEMENTS:
+            self.parser.CharacterDataHandler = None
+
+    def _entity(self, name: str, *rest: object) -> None:
+        raise EntitiesForbidden(name, None, None, None, None, None)
+
+    def _external(self, context: str, base: str | None, system_id: str | None, public_id: str | None) -> None:
+        raise ExternalReferenceForbidden(context, base, system_id, public_id)
+
+    def _settle(self, suite: _Suite) -> None:
+        """A suite's cases become results once its properties (file, replay_prefix) are known;
+        a test written twice in one suite is a rerun: the last attempt decides."""
+        found: dict[tuple[str, str], TestResult] = {}
+        file = suite.properties.get("file")
+        module = _module(file, "", self.path) if file else None
+        for case in suite.cases:
+            result = _result(case, suite.properties, module, self.path)
+            key = (result.classname, result.name)
+            earlier = found.pop(key, None)
+            if earlier is not None:
+                result = replace(result, attempts=(*earlier.attempts, _attempt_text(earlier), *result.attempts))
+            found[key] = result
+        self.results.extend(found.values())
 
 
-def _properties(suite: Element) -> dict[str, str]:
-    found = suite.find("properties")
-    return _property_values(found) if found is not None else {}
+_OUTCOME_ELEMENTS = frozenset({"failure", "error", "skipped"})
 
 
-def _property_values(element: Element) -> dict[str, str]:
-    return {p.get("name", ""): p.get("value", "") for p in element if p.tag == "property"}
-
-
-def _settle(pending: list[Element], suite_properties: dict[str, str], path: Path,
-            results: dict[tuple[str, str], TestResult]) -> None:
-    """Turn a suite's cases into results, now that its properties (file, replay_prefix) are known."""
-    for element in pending:
-        result = _result(element, suite_properties, path)
-        key = (result.classname, result.name)
-        earlier = results.pop(key, None)
-        if earlier is not None:  # a rerun: keep the history, the last attempt decides
-            result = replace(result, attempts=(*earlier.attempts, _attempt_text(earlier), *result.attempts))
-        results[key] = result
-        element.clear()
-    pending.clear()
-
-
-def _result(case: Element, suite_props: dict[str, str], path: Path) -> TestResult:
-    classname = case.get("classname", "")
-    name = case.get("name", "")
-    props: dict[str, str] = {}
-    outcome_element = None
-    attempts = []
-    for child in case:
-        if child.tag == "properties":
-            props = _property_values(child)
-        elif child.tag in ("failure", "error", "skipped") and outcome_element is None:
-            outcome_element = child
-        elif child.tag in _ATTEMPT_ELEMENTS:
-            attempts.append(f"{_ATTEMPT_ELEMENTS[child.tag]}: {child.get('message', '')}".rstrip(": "))
-    recorded = [props[key] for key in sorted((k for k in props if k.startswith("attempt.")),
-                                             key=lambda k: int(k.split(".")[1]) if k.split(".")[1].isdigit() else 0)]
+def _result(case: _Case, suite_props: dict[str, str], module: str | None, path: Path) -> TestResult:
+    attributes, props = case.attributes, case.properties
+    classname = attributes.get("classname", "")
+    tag, outcome_attributes = case.outcome or ("", {})
+    recorded = [props[key] for key in sorted((k for k in props if k.startswith("attempt.")), key=_attempt_number)
+                ] if "attempt.1" in props else []
     nodeid = props.get("nodeid", "")
     return TestResult(
         classname=classname,
-        name=name,
-        outcome=props.get("outcome") or _outcome(outcome_element),
-        module=_module(suite_props.get("file") or case.get("file", ""), classname, path),
-        duration=_seconds(case.get("time")),
-        message=(outcome_element.get("message") or "") if outcome_element is not None else "",
-        text=(outcome_element.text or "") if outcome_element is not None else "",
+        name=attributes.get("name", ""),
+        outcome=props.get("outcome") or _outcome(tag, outcome_attributes.get("type") or ""),
+        module=module or _module(attributes.get("file", ""), classname, path),
+        duration=_seconds(attributes.get("time")),
+        message=outcome_attributes.get("message", ""),
+        text="".join(case.text),
         nodeid=nodeid,
         replay=props.get("replay") or _suite_replay(suite_props, nodeid),
-        attempts=(*recorded, *attempts),
+        attempts=(*recorded, *case.attempts),
     )
+
+
+def _attempt_number(key: str) -> int:
+    number = key.split(".", 1)[1]
+    return int(number) if number.isdigit() else 0
 
 
 def _suite_replay(suite_props: dict[str, str], nodeid: str) -> str:
@@ -221,14 +270,13 @@ def _seconds(value: str | None) -> float:
         return 0.0
 
 
-def _outcome(element: Element | None) -> str:
+def _outcome(tag: str, kind: str) -> str:
     """The outcome of a case written by another tool (no `outcome` property)."""
-    if element is None:
+    if not tag:
         return "passed"
-    kind = element.get("type") or ""
-    if element.tag == "skipped":
+    if tag == "skipped":
         return "xfailed" if "xfail" in kind else "skipped"
-    if element.tag == "failure":
+    if tag == "failure":
         return "failed"
     return kind if kind in ("crashed", "timeout") else "error"
 
