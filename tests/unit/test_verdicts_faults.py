@@ -1,0 +1,96 @@
+"""Verdicts on real runs: A/A is clean; injected faults are found, classified, confirmed or
+labelled flaky, and an order-dependent failure is bisected to the test that pollutes it."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.compare.bisect import smallest_polluting_set
+from harness.compare.diff import compare
+from harness.record.store import load_side
+from tests.conftest import FIXTURES, run_fixtures
+
+FILES = ("test_ops.py", "test_crash.py", "test_flaky.py", "test_order.py")
+QUIET = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}  # no third-party plugins: each replay starts in half a second
+FAULTS = "wrong_op,crash,flaky,pollute,skip,fixed"
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("verdicts")
+
+    def run(name: str, env: dict[str, str]) -> Path:
+        return run_fixtures(root / name, FILES, env={**QUIET, **env}, tests_dir=FIXTURES / "verdicts").root
+
+    return {
+        "baseline": run("baseline", {}),
+        "again": run("again", {}),
+        "faulty": run("faulty", {"HARNESS_FAULT": FAULTS, "HARNESS_FLAKY_STATE": str(root / "flaky-calls")}),
+    }
+
+
+def diff(*args) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "harness", "diff", *map(str, args)], capture_output=True, text=True)
+
+
+def test_same_configuration_against_itself_has_no_regression(runs):
+    comparison = compare(load_side(runs["baseline"]), load_side(runs["again"]))
+    assert comparison.valid and comparison.exit_status == 0
+    assert not (comparison.regressions or comparison.flaky or comparison.skip_changes or comparison.xfail_drift)
+    assert sum(sum(row.baseline.values()) for row in comparison.modules) == 16
+
+
+def test_injected_faults_are_found_and_classified(runs):
+    comparison = compare(load_side(runs["baseline"]), load_side(runs["faulty"]))
+    found = {r.test: (r.candidate, r.classification) for r in comparison.regressions}
+    assert found == {
+        "test_crash::test_crashes": ("crashed", "crash (SIGABRT)"),
+        "test_ops::test_add_is_right": ("failed", "numerics beyond tolerance"),
+        "test_flaky::test_half_the_time": ("failed", "exception (AssertionError)"),
+        "test_order::test_victim": ("failed", "exception (AssertionError)"),
+    }
+    crash = next(r for r in comparison.regressions if r.test == "test_crash::test_crashes")
+    assert "HARNESS_FAULT=" in crash.replay and "HARNESS_FAULT=" not in crash.baseline_replay
+    assert crash.replay.endswith("test_crash.py::test_crashes") and crash.baseline_replay.endswith("test_crash.py::test_crashes")
+    assert [(c.test, c.baseline, c.candidate) for c in comparison.skip_changes] == [
+        ("test_ops::test_skipped_only_in_candidate", "passed", "skipped")]
+    assert [(c.test, c.baseline, c.candidate) for c in comparison.xfail_drift] == [
+        ("test_ops::test_xfail_drifts", "xfailed", "xpassed")]
+    assert comparison.exit_status == 1
+
+
+def test_confirmation_keeps_real_regressions_moves_flaky_and_bisects_order_dependence(runs, tmp_path):
+    done = diff(runs["baseline"], runs["faulty"], "--confirm", "2", "--format", "json", "md", "--out", tmp_path)
+    assert done.returncode == 1, done.stderr
+    report = json.loads((tmp_path / "report.json").read_text())
+    confirmed = {r["test"]: (r["confirmed"], r["polluters"]) for r in report["regressions"]}
+    assert confirmed == {
+        "test_crash::test_crashes": (True, []),
+        "test_ops::test_add_is_right": (True, []),
+        "test_order::test_victim": (True, ["test_order.py::test_pollutes"]),
+    }
+    [flaky] = report["flaky"]
+    assert flaky["test"] == "test_flaky::test_half_the_time" and flaky["confirmed"] is False
+    assert "candidate passed 1/2, failed 1/2" in flaky["reason"]
+    assert report["summary"]["regressions"] == 3 and report["summary"]["flaky"] == 1
+    assert {m["module"]: m["regressions"] for m in report["modules"]}["test_flaky"] == 0
+    markdown = (tmp_path / "report.md").read_text()
+    assert "fails only after: `test_order.py::test_pollutes`" in markdown
+    assert "baseline replay: `cd " in markdown and "candidate replay: `cd " in markdown
+
+
+def test_bisection_finds_polluters_in_different_halves_and_nothing_when_nothing_reproduces():
+    earlier = [f"test_{i}" for i in range(8)]
+    calls = []
+
+    def reproduces(subset):
+        calls.append(list(subset))
+        return {"test_1", "test_6"} <= set(subset)
+
+    assert smallest_polluting_set(earlier, reproduces) == ("test_1", "test_6")
+    assert calls[0] == earlier and len(calls) <= 12
+    assert smallest_polluting_set(["test_0"], lambda subset: True) == ("test_0",)
+    assert smallest_polluting_set(earlier, lambda subset: False) is None
