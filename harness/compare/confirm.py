@@ -90,8 +90,8 @@ def _order_dependence(candidate: str, baseline: str, target: str, earlier: Seque
 
     polluters = smallest_polluting_set(earlier, reproduces)
     if polluters is None:
-        return Verdict(False, f"flaky: {seen}; the {len(earlier)} tests before it in its file "
-                              "did not make it fail again")
+        earlier_tests = f"{len(earlier)} test{'' if len(earlier) == 1 else 's'}"
+        return Verdict(False, f"flaky: {seen}; the {earlier_tests} before it in its file did not make it fail again")
     after = _outcomes(candidate, [*polluters, target], target, reruns)
     before = _outcomes(baseline, [*polluters, target], target, reruns)
     seen = f"{seen}; after {len(polluters)} earlier test(s): candidate {_tally(after)}, baseline {_tally(before)}"

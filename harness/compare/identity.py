@@ -13,6 +13,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import replace
 
+from harness.record.junit import attempt_text
 from harness.record.model import TestResult
 
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]{6,}")
@@ -35,11 +36,6 @@ def index(results: Iterable[TestResult]) -> dict[str, TestResult]:
             result = replace(result, attempts=(*earlier.attempts, attempt_text(earlier), *result.attempts))
         found[key] = result
     return found
-
-
-def attempt_text(result: TestResult) -> str:
-    """How an attempt is written in the JUnit history: `outcome: first line of the message`."""
-    return f"{result.outcome}: {result.message}".rstrip(": ")
 
 
 def attempt_outcomes(result: TestResult) -> list[str]:

@@ -210,7 +210,7 @@ class _Reader:
             key = (result.classname, result.name)
             earlier = found.pop(key, None)
             if earlier is not None:
-                result = replace(result, attempts=(*earlier.attempts, _attempt_text(earlier), *result.attempts))
+                result = replace(result, attempts=(*earlier.attempts, _rerun_attempt_text(earlier), *result.attempts))
             found[key] = result
         self.results.extend(found.values())
 
@@ -281,7 +281,11 @@ def _outcome(tag: str, kind: str) -> str:
     return kind if kind in ("crashed", "timeout") else "error"
 
 
-def _attempt_text(result: TestResult) -> str:
-    if result.outcome == "passed" and not result.message:
-        return RERUN_ATTEMPT
+def attempt_text(result: TestResult) -> str:
+    """How an earlier attempt is kept in a test's history: `outcome: first line of the message`."""
     return f"{result.outcome}: {result.message}".rstrip(": ")
+
+
+def _rerun_attempt_text(result: TestResult) -> str:
+    """An earlier <testcase> of a rerun; pytest writes those without their failure."""
+    return RERUN_ATTEMPT if result.outcome == "passed" and not result.message else attempt_text(result)
