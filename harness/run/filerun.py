@@ -154,9 +154,12 @@ def run_file(context: FileContext, file: str, targets: list[str], on_event: Even
 
 
 def _command(context: FileContext, file: str, targets: list[str]) -> list[str]:
-    """PyTorch's way (`python -bb FILE --use-pytest`, options through to pytest) or plain pytest."""
-    options = ["-p", "harness.run.plugin", "-q", "--color=no", "-o", f"cache_dir={context.run.cache / 'pytest'}",
-               *context.tier.pytest_args]
+    """PyTorch's way (`python -bb FILE --use-pytest`, options through to pytest) or plain pytest.
+
+    The rootdir is the tests directory, so node ids are relative to it (as --select and replay
+    commands use them) even when a pytest.ini above it (a PyTorch checkout's) is the inifile."""
+    options = ["-p", "harness.run.plugin", "-q", "--color=no", f"--rootdir={context.tests_dir}",
+               "-o", f"cache_dir={context.run.cache / 'pytest'}", *context.tier.pytest_args]
     interpreter = [context.python, "-bb", "-X", "faulthandler"]
     if context.tier.entry == "script" and targets == [file]:
         return [*interpreter, file, "--use-pytest", *options]
@@ -246,4 +249,4 @@ def _replay_prefix(context: FileContext, env: dict[str, str]) -> str:
     assignments = " ".join(f"{name}={shlex.quote(env[name])}" for name in dict.fromkeys(names) if name in env)
     pytest_args = " ".join(map(shlex.quote, context.tier.pytest_args))
     return (f"cd {shlex.quote(str(context.tests_dir))} && env -u CI {assignments} {shlex.quote(context.python)} "
-            f"-bb -X faulthandler -m pytest -p harness.run.plugin {pytest_args}").rstrip()
+            f"-bb -X faulthandler -m pytest -p harness.run.plugin --rootdir=. {pytest_args}").rstrip()

@@ -1,6 +1,7 @@
 """The runner with real test processes: every test recorded, crashes and hangs attributed."""
 
 import json
+import subprocess
 
 from harness.record.junit import read_results
 from harness.record.model import RunRecord
@@ -30,12 +31,14 @@ def test_rerun_attempts_are_kept_and_the_final_attempt_decides(run_outcomes):
     assert len(result.attempts) == 1 and result.attempts[0].startswith("failed: AssertionError: first attempt fails")
 
 
-def test_failure_keeps_message_and_replay_command(run_outcomes):
+def test_failure_keeps_message_and_a_replay_command_that_reruns_it(run_outcomes):
     run = run_outcomes("test_outcomes.py")
     failed = next(r for r in read_results(run.junit("test_outcomes")) if r.name == "test_fails")
     assert "assert [1, 2] == [1, 3]" in failed.message
-    assert failed.replay.endswith("test_outcomes.py::test_fails")
-    assert "HARNESS_JIT=absent" in failed.replay
+    assert failed.replay.endswith(" test_outcomes.py::test_fails") and "HARNESS_JIT=absent" in failed.replay
+    # node ids are relative to the tests directory although this repository's pytest.ini is above it
+    replayed = subprocess.run(failed.replay, shell=True, capture_output=True, text=True)
+    assert replayed.returncode == 1 and "1 failed" in replayed.stdout, replayed.stdout[-500:]
 
 
 def test_segfault_names_the_culprit_and_the_file_resumes_after_it(run_outcomes):
