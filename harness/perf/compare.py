@@ -23,7 +23,6 @@ import math
 import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import pyperf
 from pyperf._utils import is_significant, tdist95conf_level
@@ -322,10 +321,3 @@ def _candidate(side: PerfSide, label: str, rows: list[Row], index: int, problems
     return Candidate(label=label, path=str(side.path), valid=not problems and not global_problems,
                      problems=tuple(problems), geometric_means=means, jit_mode=mode, threshold=threshold)
 
-
-def relative(path: str, root: Path | None = None) -> str:
-    """A path as reports show it: relative to `root` (the working directory) when inside it."""
-    try:
-        return str(Path(path).resolve().relative_to((root or Path.cwd()).resolve()))
-    except ValueError:
-        return path

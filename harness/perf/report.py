@@ -23,7 +23,7 @@ METHOD = ("Speed-up = baseline time / candidate time (> 1: the candidate is fast
 def format_seconds(value: float) -> str:
     """A time with 3 significant digits in the unit that suits it."""
     for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
-        if abs(value) >= scale:
+        if abs(value) >= scale * 0.9995:  # 0.9999 ms is "1 ms", not "1e+03 us"
             return f"{value / scale:.3g} {unit}"
     return f"{value / 1e-9:.3g} ns"
 
