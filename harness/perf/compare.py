@@ -187,6 +187,7 @@ class Candidate:
     geometric_means: dict[str, SpeedUp]
     jit_mode: str
     threshold: int | None
+    notes: tuple[str, ...] = ()  # worker failures that were run again
 
 
 @dataclass(frozen=True)
@@ -196,6 +197,7 @@ class PerfComparison:
     candidates: tuple[Candidate, ...]
     rows: tuple[Row, ...]
     problems: tuple[str, ...]  # problems with the baseline: every candidate is invalid then
+    notes: tuple[str, ...] = ()  # the baseline's worker failures that were run again
 
     @property
     def valid(self) -> bool:
@@ -298,7 +300,14 @@ def compare(baseline: PerfSide, candidates: Sequence[PerfSide]) -> PerfCompariso
     summaries = []
     for index, (side, label) in enumerate(zip(candidates, _unique(side.label for side in candidates), strict=True)):
         summaries.append(_candidate(side, label, rows, index, side_problems[index], global_problems))
-    return PerfComparison(baseline.label, str(baseline.path), tuple(summaries), tuple(rows), tuple(global_problems))
+    return PerfComparison(baseline.label, str(baseline.path), tuple(summaries), tuple(rows), tuple(global_problems),
+                          failure_notes(baseline))
+
+
+def failure_notes(side: PerfSide) -> tuple[str, ...]:
+    """Failed suite invocations of a perf run that were run again: a crash is news even when retried."""
+    failures = side.record.failures if side.record else ()
+    return tuple(f"{side.label}: worker failure, run again: {failure}" for failure in failures)
 
 
 def _candidate(side: PerfSide, label: str, rows: list[Row], index: int, problems: list[str],
@@ -319,5 +328,6 @@ def _candidate(side: PerfSide, label: str, rows: list[Row], index: int, problems
         means["all"] = geometric_mean([s for _, s in measured])
     threshold = side.record.threshold if side.record else next((j.threshold for j in jits if j.threshold), None)
     return Candidate(label=label, path=str(side.path), valid=not problems and not global_problems,
-                     problems=tuple(problems), geometric_means=means, jit_mode=mode, threshold=threshold)
+                     problems=tuple(problems), geometric_means=means, jit_mode=mode, threshold=threshold,
+                     notes=failure_notes(side))
 

@@ -46,6 +46,7 @@ class PerfRecord:
     status: str = "running"  # running | complete | failed | interrupted
     exit_status: int | None = None
     settings: dict[str, Any] = field(default_factory=dict)
+    failures: tuple[str, ...] = ()  # suite invocations that failed and were run again (crashed workers)
 
     @property
     def label(self) -> str:
@@ -58,7 +59,7 @@ class PerfRecord:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> PerfRecord:
         data = dict(data)
-        for key in ("command", "benchmarks"):
+        for key in ("command", "benchmarks", "failures"):
             data[key] = tuple(data.get(key, ()))
         return cls(**data)
 

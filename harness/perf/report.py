@@ -62,12 +62,17 @@ def _title(comparison: PerfComparison) -> str:
 
 
 def _validity(comparison: PerfComparison) -> list[str]:
+    notes = [f"- note: {note}" for note in _notes(comparison)]
     if comparison.valid:
-        return ["**Valid comparison.**"]
+        return ["**Valid comparison.**", *notes]
     lines = ["**Not a valid comparison for every candidate: speed-ups withheld where marked.**"]
     lines += [f"- {problem}" for problem in comparison.problems]
     lines += [f"- {problem}" for c in comparison.candidates for problem in c.problems]
-    return lines
+    return lines + notes
+
+
+def _notes(comparison: PerfComparison) -> list[str]:
+    return [*comparison.notes, *(note for c in comparison.candidates for note in c.notes)]
 
 
 def _geometric_rows(candidates: tuple[Candidate, ...]) -> list[str]:
@@ -146,10 +151,11 @@ def to_json(comparison: PerfComparison) -> dict[str, Any]:
     return {
         "valid": comparison.valid,
         "problems": [*comparison.problems, *(p for c in comparison.candidates for p in c.problems)],
+        "notes": _notes(comparison),
         "method": METHOD,
         "baseline": {"label": comparison.baseline_label, "path": comparison.baseline_path},
         "candidates": [{"label": c.label, "path": c.path, "valid": c.valid, "problems": list(c.problems),
-                        "jit": c.jit_mode, "threshold": c.threshold,
+                        "jit": c.jit_mode, "threshold": c.threshold, "notes": list(c.notes),
                         "geometric_mean": {tag: _speedup_json(s) for tag, s in c.geometric_means.items()}}
                        for c in comparison.candidates],
         "benchmarks": [{"name": row.name, "description": row.description, "tag": row.tag,

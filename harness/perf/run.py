@@ -1,5 +1,9 @@
 """Run the pyperf suite under one configuration and leave a perf run directory.
 
+A worker that dies (seen here: SIGSEGV in a CinderX JIT worker during fx tracing, once in several
+runs) makes pyperf abandon that invocation without writing anything; it is run again, up to
+ATTEMPTS times, and every failure is kept in the record and shown by the comparison.
+
 The suite runs in a child process of the configuration's interpreter (the one running this, or
 `--python` for an interpreter used as it is), with the same environment discipline as a test run
 (`harness.run.runner.child_environment`). pyperf passes only named variables on to its worker
@@ -11,7 +15,7 @@ from __future__ import annotations
 
 import subprocess
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TextIO
@@ -30,6 +34,8 @@ from harness.run.runner import child_environment
 
 # The test-run environment discipline needs a tier; a perf run has none, so an empty one stands in.
 PERF_TIER = Tier(name="perf", source="harness", files=(), description="performance suite")
+# A failed pyperf invocation writes nothing, so it can be run again; its failure stays in the record.
+ATTEMPTS = 3
 # Besides the variables the discipline sets, workers inherit any variable with these prefixes.
 INHERITED_PREFIXES = ("HARNESS_", "PYTHON", "CINDER", "PYTORCH", "TORCH", "TRITON", "OMP_", "MKL_", "OPENBLAS",
                       "KMP_", "LD_")
@@ -92,6 +98,7 @@ def execute(request: PerfRequest, announce: Callable[[str], None] = print) -> Pa
     run = new_run_directory(request.results_root, config.name, config.threshold, started)
     run.create()
     env = child_environment(config, PERF_TIER, RunDirectory(run.root))
+    env["PYTHONFAULTHANDLER"] = "1"  # a crashing worker dumps its Python stack into suite.log
     interpreter = describe_interpreter(request.python)
     versions = {**interpreter["versions"], "pyperf": pyperf_version(request.python, env),
                 "harness": harness.__version__, "python": interpreter["version"]}
@@ -111,11 +118,19 @@ def execute(request: PerfRequest, announce: Callable[[str], None] = print) -> Pa
         with run.log.open("w", encoding="utf-8") as log:
             for round_index in range(effort.rounds):
                 for name in request.benchmarks:
-                    announce(f"round {round_index + 1}/{effort.rounds}: {name}")
-                    command = suite_command(request, run, env, name, calibrated_loops(run.pyperf_json, name))
-                    exit_status = _stream(command, env, log, announce)
-                    if exit_status != 0:
-                        raise HarnessError(f"the benchmark suite failed on {name} (exit status {exit_status}): "
+                    for attempt in range(1, ATTEMPTS + 1):
+                        announce(f"round {round_index + 1}/{effort.rounds}: {name}"
+                                 + (f" (attempt {attempt})" if attempt > 1 else ""))
+                        command = suite_command(request, run, env, name, calibrated_loops(run.pyperf_json, name))
+                        exit_status = _stream(command, env, log, announce)
+                        if exit_status == 0:
+                            break
+                        failure = f"{name}, round {round_index + 1}, attempt {attempt}: {_last_line(run.log)}"
+                        record = replace(record, failures=(*record.failures, failure))
+                        run.write_record(record)
+                        announce(f"worker failure: {failure}")
+                    else:
+                        raise HarnessError(f"the benchmark suite failed on {name} {ATTEMPTS} times: "
                                            f"{_last_line(run.log)} (full output: {run.log})")
     except HarnessError:
         run.write_record(finished(record, exit_status, _now()))

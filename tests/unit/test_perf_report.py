@@ -44,7 +44,7 @@ def suite_file(path: Path, *, factor: float = 1.0, jit: str = "absent", compiled
 
 
 def run_directory(root: Path, name: str, suite: Path, *, configuration: str, jit: str, threshold: int | None,
-                  started: str, status: str = "complete", torch: str = "2.14.1") -> Path:
+                  started: str, status: str = "complete", torch: str = "2.14.1", failures: tuple = ()) -> Path:
     run = PerfRunDirectory(root / name)
     run.cache.mkdir(parents=True)
     run.pyperf_json.write_bytes(suite.read_bytes())
@@ -52,7 +52,7 @@ def run_directory(root: Path, name: str, suite: Path, *, configuration: str, jit
         configuration=configuration, threshold=threshold, jit=jit,
         interpreter={"path": "/x/python", "version": "3.14.10", "cinderx_origin": None},
         versions={"torch": torch, "python": "3.14.10"}, fingerprint={"machine": "x86_64", "cpu": "Xeon", "cpu_count": 2},
-        command=(), benchmarks=(), started=started, status=status))
+        command=(), benchmarks=(), started=started, status=status, failures=failures))
     return run.root
 
 
@@ -216,3 +216,15 @@ def test_perf_run_refuses_bad_usage_before_measuring(tmp_path):
     done = harness("perf", "run", "--config", "stock", "--bench", "nope", "--results", tmp_path)
     assert done.returncode == 3 and "unknown benchmark nope (known: " in done.stderr
     assert not list(tmp_path.iterdir())
+
+
+def test_a_worker_crash_that_was_run_again_is_shown_as_a_note(tmp_path):
+    stock = run_directory(tmp_path, "perf-stock-1", suite_file(tmp_path / "s.json"), configuration="stock",
+                          jit="absent", threshold=None, started="2026-11-22T01:00:00")
+    jit = run_directory(tmp_path, "perf-cinderx-jit-1", suite_file(tmp_path / "j.json", factor=0.8, jit="on",
+                        compiled=9, threshold=1000), configuration="cinderx-jit", jit="on", threshold=1000,
+                        started="2026-11-22T01:10:00", failures=("fx_trace, round 2, attempt 1: exit code -11",))
+    done = harness("perf", "compare", stock, jit)
+    assert done.returncode == 0
+    assert "- note: cinderx-jit t=1000: worker failure, run again: fx_trace, round 2, attempt 1: exit code -11" \
+        in done.stdout

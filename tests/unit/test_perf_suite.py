@@ -99,3 +99,47 @@ def test_a_perf_run_spreads_its_processes_over_rounds():
     assert default.per_round * default.rounds == default.processes
     assert Effort(processes=5, values=3, rounds=2).per_round == 3  # never fewer processes than asked
     assert EFFORTS["fast"].processes < default.processes < EFFORTS["rigorous"].processes
+
+
+def test_a_failed_suite_invocation_is_run_again_and_kept_in_the_record(tmp_path, monkeypatch):
+    """A worker crash (seen once with CinderX: SIGSEGV during fx tracing) costs a retry, not the run."""
+    from harness.perf import run as perf_run
+    from harness.perf.record import PerfRunDirectory
+
+    real_stream, calls = perf_run._stream, []
+
+    def crash_first(command, env, log, announce):
+        calls.append(command)
+        if len(calls) == 1:
+            log.write("RuntimeError: python failed with exit code -11\n")
+            log.flush()
+            return 1
+        return real_stream(command, env, log, announce)
+
+    monkeypatch.setattr(perf_run, "_stream", crash_first)
+    request = perf_run.PerfRequest(configuration=Configuration(name="stock", python=sys.executable), results_root=tmp_path,
+                                   python=sys.executable, benchmarks=("py_dict_strings",),
+                                   effort=Effort(processes=2, values=2, rounds=1))
+    record = PerfRunDirectory(perf_run.execute(request, announce=lambda line: None)).read_record()
+    assert len(calls) == 2 and record.status == "complete"
+    assert record.failures == ("py_dict_strings, round 1, attempt 1: RuntimeError: python failed with exit code -11",)
+
+
+def test_a_suite_that_keeps_failing_fails_the_run_naming_the_benchmark(tmp_path, monkeypatch):
+    from harness.errors import HarnessError
+    from harness.perf import run as perf_run
+    from harness.perf.record import PerfRunDirectory
+
+    def always_fail(command, env, log, announce):
+        log.write("boom\n")
+        log.flush()
+        return 1
+
+    monkeypatch.setattr(perf_run, "_stream", always_fail)
+    request = perf_run.PerfRequest(configuration=Configuration(name="stock", python=sys.executable), results_root=tmp_path,
+                                   python=sys.executable, benchmarks=("py_dict_strings",),
+                                   effort=Effort(processes=2, values=2, rounds=1))
+    with pytest.raises(HarnessError, match="failed on py_dict_strings 3 times: boom"):
+        perf_run.execute(request, announce=lambda line: None)
+    record = PerfRunDirectory(next(tmp_path.iterdir())).read_record()
+    assert record.status == "failed" and len(record.failures) == 3
