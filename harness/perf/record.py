@@ -14,7 +14,6 @@ No `run.json` here, so test-run tools (`diff-latest`) never mistake a perf run f
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
@@ -23,6 +22,7 @@ from typing import Any
 import pyperf
 
 from harness.errors import HarnessError
+from harness.record.store import read_json_record, write_json_atomically
 
 PERF_RECORD = "perf.json"
 PYPERF_JSON = "pyperf.json"
@@ -90,16 +90,10 @@ class PerfRunDirectory:
         self.cache.mkdir(parents=True, exist_ok=False)
 
     def write_record(self, record: PerfRecord) -> None:
-        """Replace perf.json atomically."""
-        partial = self.record_path.with_suffix(".json.partial")
-        partial.write_text(json.dumps(record.to_json(), indent=2, sort_keys=True) + "\n", encoding="utf-8")
-        partial.replace(self.record_path)
+        write_json_atomically(self.record_path, record.to_json())
 
     def read_record(self) -> PerfRecord:
-        try:
-            return PerfRecord.from_json(json.loads(self.record_path.read_text(encoding="utf-8")))
-        except (OSError, ValueError, TypeError) as error:
-            raise HarnessError(f"{self.record_path}: not a readable perf record: {error}") from None
+        return read_json_record(self.record_path, PerfRecord.from_json, "perf record")
 
 
 def new_run_directory(results_root: Path, configuration: str, threshold: int | None, now: datetime) -> PerfRunDirectory:

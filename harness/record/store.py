@@ -14,8 +14,10 @@ from __future__ import annotations
 import gc
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TypeVar
 
 from harness.errors import HarnessError
 from harness.record.junit import read_results
@@ -26,6 +28,24 @@ RUN_RECORD = "run.json"
 
 def default_results_root() -> Path:
     return Path(os.environ.get("HARNESS_RESULTS", "results"))
+
+
+T = TypeVar("T")
+
+
+def write_json_atomically(path: Path, data: object) -> None:
+    """Replace a JSON record atomically: an interrupt never leaves half a record."""
+    partial = path.with_suffix(".json.partial")
+    partial.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    partial.replace(path)
+
+
+def read_json_record(path: Path, build: Callable[[dict], T], what: str) -> T:
+    """A record read back from JSON, or a one-line error naming the file."""
+    try:
+        return build(json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, ValueError, TypeError) as error:
+        raise HarnessError(f"{path}: not a readable {what}: {error}") from None
 
 
 @dataclass(frozen=True)
@@ -56,16 +76,10 @@ class RunDirectory:
             (self.root / part).mkdir(parents=True, exist_ok=True)
 
     def write_record(self, record: RunRecord) -> None:
-        """Replace run.json atomically: an interrupt never leaves half a record."""
-        partial = self.record_path.with_suffix(".json.partial")
-        partial.write_text(json.dumps(record.to_json(), indent=2, sort_keys=True) + "\n", encoding="utf-8")
-        partial.replace(self.record_path)
+        write_json_atomically(self.record_path, record.to_json())
 
     def read_record(self) -> RunRecord:
-        try:
-            return RunRecord.from_json(json.loads(self.record_path.read_text(encoding="utf-8")))
-        except (OSError, ValueError, TypeError) as error:
-            raise HarnessError(f"{self.record_path}: not a readable run record: {error}") from None
+        return read_json_record(self.record_path, RunRecord.from_json, "run record")
 
 
 @dataclass(frozen=True)
