@@ -34,17 +34,23 @@ def harness_run(env, results, *extra):
             "--python", sys.executable, "--results", str(results), *extra]
 
 
-def test_interrupt_then_resume_reruns_nothing_that_finished(slow_tier, tmp_path):
+def _default_sigint() -> None:
+    """A shell without job control (CI) starts children with SIGINT ignored; a user's Ctrl-C is not."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM])
+def test_interrupt_then_resume_reruns_nothing_that_finished(slow_tier, tmp_path, stop):
     env, log = slow_tier
     harness = subprocess.Popen(harness_run(env, tmp_path / "results"), env=env, stdout=subprocess.PIPE,
-                               stderr=subprocess.STDOUT, text=True)
+                               stderr=subprocess.STDOUT, text=True, preexec_fn=_default_sigint)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:  # interrupt once one file finished and the next one is under way
         runs = find_runs(tmp_path / "results") if (tmp_path / "results").is_dir() else []
         if runs and runs[0][1].files and log.is_file() and len(log.read_text().splitlines()) >= 6:
             break
         time.sleep(0.1)
-    harness.send_signal(signal.SIGINT)
+    harness.send_signal(stop)
     output, _ = harness.communicate(timeout=60)
     assert harness.returncode == 130, output
     [(run_dir, record)] = find_runs(tmp_path / "results")
