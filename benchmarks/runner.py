@@ -1,11 +1,15 @@
-"""Runner benchmarks: three ratios, each measured in this one run (shared machines are noisy, so
-each side is timed REPEATS times, interleaved, and the best time of each side is compared).
+"""Runner benchmarks: three ratios, each measured in this one run. Shared machines are noisy (the
+same command varies by 20% here), so the commands of a comparison run in rounds, back to back in
+rotating order, and the verdict is on the median of the per-round ratios, which slow load drifts
+hit alike; the ratio of the best times is printed beside it.
 
 1. harness overhead: `python -m harness run` on a file vs plain `pytest FILE --junitxml` (target <= 1.05)
-2. crash cost: a 1000-test file that crashes at test 10 vs the same file crash-free (target <= 1.2)
+2. crash cost: a 1000-test file that crashes at test 10 vs the same file crash-free (target <= 1.2),
+   resuming warm (a fork of the collected process, the default); the same with `restart: fresh`
+   (a new interpreter) is printed for reference
 3. parallelism: a CPU-bound tier of 4 files with `--jobs 2` vs `--jobs 1` on 2 cores (target <= 0.6)
 
-    python benchmarks/runner.py [--python PATH] [--repeats N]
+    python benchmarks/runner.py [--python PATH] [--repeats ROUNDS]
 
 The test interpreter needs torch (default: the stock-p0 nox environment if it exists).
 """
@@ -14,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -50,7 +55,8 @@ def write_corpus(folder: Path) -> None:
     (folder / "single" / "test_crash_at_10.py").write_text(TEST_FILE.format(crash_at=10, count=1000, rounds=40))
     for name in "abcd":
         (folder / "tier" / f"test_part_{name}.py").write_text(TEST_FILE.format(crash_at=-1, count=250, rounds=60))
-    (folder / "tiers.yaml").write_text("tiers:\n  bench:\n    files: ['test_*.py']\n    timeout: 3600\n")
+    (folder / "tiers.yaml").write_text("tiers:\n  bench:\n    files: ['test_*.py']\n    timeout: 3600\n"
+                                       "  bench-fresh:\n    files: ['test_*.py']\n    timeout: 3600\n    restart: fresh\n")
 
 
 def timed(command: list[str], env: dict[str, str], cwd: Path) -> float:
@@ -62,50 +68,59 @@ def timed(command: list[str], env: dict[str, str], cwd: Path) -> float:
     return elapsed
 
 
-def best_pair(first: list[str], second: list[str], env: dict[str, str], cwd: Path, repeats: int) -> tuple[float, float]:
-    """Best of `repeats` for each command, interleaved so drifting load hits both sides alike."""
-    a, b = [], []
-    for _ in range(repeats):
-        a.append(timed(first, env, cwd))
-        b.append(timed(second, env, cwd))
-    return min(a), min(b)
+def rounds(commands: dict[str, list[str]], env: dict[str, str], cwd: Path, count: int) -> dict[str, list[float]]:
+    """`count` rounds of every command; each round starts with the next command in turn."""
+    names = list(commands)
+    times: dict[str, list[float]] = {name: [] for name in names}
+    for index in range(count):
+        for name in names[index % len(names):] + names[:index % len(names)]:
+            times[name].append(timed(commands[name], env, cwd))
+    return times
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     default_python = ROOT / ".nox" / "stock-p0" / "bin" / "python"
     parser.add_argument("--python", default=str(default_python if default_python.exists() else sys.executable))
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=5, help="rounds per comparison (default 5)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as scratch:
         folder = Path(scratch)
         write_corpus(folder)
+        # One thread per test process, as P0 runs: CPU-bound files measure file parallelism, and
+        # no OpenMP/BLAS pool is alive after collection, so a crash resumes warm.
         env = {**os.environ, "HARNESS_TIERS": str(folder / "tiers.yaml"), "OMP_NUM_THREADS": "1",
                "PYTHONPATH": str(ROOT)}
         harness = [sys.executable, "-m", "harness", "run", "--config", "stock", "--tier", "bench",
                    "--python", args.python, "--results", str(folder / "results")]
         single = folder / "single"
 
-        plain, ours = best_pair(
-            [args.python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_clean.py", f"--junitxml={folder / 'plain.xml'}"],
-            [*harness, "--tests-dir", str(single), "--select", "test_clean.py"], env, single, args.repeats)
-        report("harness overhead vs plain pytest --junitxml", ours, plain, 1.05)
+        plain = [args.python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_clean.py",
+                 f"--junitxml={folder / 'plain.xml'}"]
+        times = rounds({"plain": plain, "harness": [*harness, "--tests-dir", str(single), "--select", "test_clean.py"]},
+                       env, single, args.repeats)
+        report("harness overhead vs plain pytest --junitxml", times["harness"], times["plain"], 1.05)
 
-        clean, crashed = best_pair([*harness, "--tests-dir", str(single), "--select", "test_clean.py"],
-                                   [*harness, "--tests-dir", str(single), "--select", "test_crash_at_10.py"],
-                                   env, single, args.repeats)
-        report("crash at test 10 of 1000 vs crash-free", crashed, clean, 1.2)
+        fresh = ["bench-fresh" if arg == "bench" else arg for arg in harness]
+        times = rounds({"clean": [*harness, "--tests-dir", str(single), "--select", "test_clean.py"],
+                        "warm": [*harness, "--tests-dir", str(single), "--select", "test_crash_at_10.py"],
+                        "fresh": [*fresh, "--tests-dir", str(single), "--select", "test_crash_at_10.py"]},
+                       env, single, args.repeats)
+        report("crash at test 10 of 1000 vs crash-free (warm restart)", times["warm"], times["clean"], 1.2)
+        report("crash at test 10 of 1000 vs crash-free (fresh restart, reference)", times["fresh"], times["clean"], None)
 
         tier = folder / "tier"
-        one, two = best_pair([*harness, "--tests-dir", str(tier), "--jobs", "1"],
-                             [*harness, "--tests-dir", str(tier), "--jobs", "2"], env, tier, max(1, args.repeats - 1))
-        report(f"--jobs 2 vs --jobs 1 on {os.cpu_count()} cores (4 CPU-bound files)", two, one, 0.6)
+        times = rounds({"one": [*harness, "--tests-dir", str(tier), "--jobs", "1"],
+                        "two": [*harness, "--tests-dir", str(tier), "--jobs", "2"]}, env, tier, max(2, args.repeats - 1))
+        report(f"--jobs 2 vs --jobs 1 on {os.cpu_count()} cores (4 CPU-bound files)", times["two"], times["one"], 0.6)
 
 
-def report(what: str, measured: float, reference: float, target: float) -> None:
-    ratio = measured / reference
-    verdict = "meets" if ratio <= target else "MISSES"
-    print(f"{what}: {measured:.2f} s / {reference:.2f} s = {ratio:.3f} ({verdict} target <= {target})", flush=True)
+def report(what: str, measured: list[float], reference: list[float], target: float | None) -> None:
+    ratios = sorted(m / r for m, r in zip(measured, reference))
+    ratio = statistics.median(ratios)
+    verdict = "no target" if target is None else f"{'meets' if ratio <= target else 'MISSES'} target <= {target}"
+    print(f"{what}: median of {len(ratios)} rounds {ratio:.3f} ({verdict}); rounds {ratios[0]:.3f}-{ratios[-1]:.3f}; "
+          f"best {min(measured):.2f} s / {min(reference):.2f} s = {min(measured) / min(reference):.3f}", flush=True)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,8 @@
 """`python -m harness`: each stage adds its own subcommands; arguments by argparse.
 
+A stage's command module imports only what its arguments need; its handlers import the rest when
+they run, so each command starts without the others' modules (`run` without rich's Markdown, say).
+
 Exit statuses follow PRODUCT.md: 0 no regression, 1 regressions, 2 the comparison is not valid,
 3 bad usage or unreadable input (always a one-line message naming the file, line or option).
 """

@@ -1,19 +1,21 @@
-"""`python -m harness diff` and `diff-latest`: arguments, comparisons, confirmation, reports, exit status."""
+"""`python -m harness diff` and `diff-latest`: arguments, comparisons, confirmation, reports, exit status.
+
+The comparison and report modules (junitparser, rich, markdown-it) are imported when a comparison
+runs: every other harness command, and `--help`, starts without them.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from harness.compare.confirm import Reruns, confirm
-from harness.compare.diff import EXIT_INVALID, Comparison, compare
-from harness.compare.validity import Allowances
-from harness.configure.configurations import load_catalog
 from harness.errors import HarnessError
-from harness.record.store import Side, default_results_root, group_shards, latest_sides, load_runs, load_side
-from harness.report.merged_junit import write_merged
-from harness.report.output import FORMATS, deliver
+from harness.report import FORMATS
+
+if TYPE_CHECKING:
+    from harness.record.store import Side
 
 DEFAULT_CONFIRM_TIMEOUT = 900  # seconds for one rerun process: a slow PyTorch test file's test, alone
 
@@ -59,6 +61,8 @@ def _positive(text: str) -> int:
 
 
 def _diff(args: argparse.Namespace) -> int:
+    from harness.record.store import group_shards, load_runs, load_side
+
     groups = group_shards([args.baseline, *args.candidates])
     if len(groups) < 2:
         raise HarnessError(f"the run directories given are shards of one run ({', '.join(map(str, groups[0]))}): "
@@ -68,6 +72,9 @@ def _diff(args: argparse.Namespace) -> int:
 
 
 def _diff_latest(args: argparse.Namespace) -> int:
+    from harness.configure.configurations import load_catalog
+    from harness.record.store import default_results_root, latest_sides, load_runs
+
     root = args.results or default_results_root()
     baseline_name = load_catalog().baseline
     latest = latest_sides(root)
@@ -90,6 +97,12 @@ def _diff_latest(args: argparse.Namespace) -> int:
 
 
 def _report(pairs: list[tuple[Side, Side]], args: argparse.Namespace) -> int:
+    from harness.compare.confirm import Reruns, confirm
+    from harness.compare.diff import EXIT_INVALID, Comparison, compare
+    from harness.compare.validity import Allowances
+    from harness.report.merged_junit import write_merged
+    from harness.report.output import deliver
+
     allow = Allowances(interpreter_mismatch=args.allow_interpreter_mismatch)
     comparisons: list[Comparison] = []
     for baseline, candidate in pairs:

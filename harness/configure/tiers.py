@@ -10,7 +10,7 @@ import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from harness.configure.yamlfile import Section, load_section
+from harness.configure.yamlfile import Section, load_scalar_entry, load_section
 from harness.errors import HarnessError
 
 SHIPPED = Path(__file__).with_name("data") / "tiers.yaml"
@@ -18,8 +18,9 @@ HARNESS_ROOT = Path(__file__).resolve().parents[2]
 SOURCES = {"harness": "harness", "pytorch": "pytorch"}
 REQUIREMENTS = {"cuda": "cuda"}
 _TIER_KEYS = {"description", "source", "files", "exclude", "timeout", "test_timeout", "env", "pytest_args",
-              "requires", "stages", "per_model", "entry"}
+              "requires", "stages", "per_model", "entry", "restart"}
 ENTRIES = {"pytest": "pytest", "script": "script"}
+RESTARTS = {"warm": "warm", "fresh": "fresh"}
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,7 @@ class Tier:
     requires: str | None = None
     stages: dict[str, tuple[str, ...]] = field(default_factory=dict)
     entry: str = "pytest"  # pytest: `python -m pytest FILE`; script: `python FILE --use-pytest`, as PyTorch's CI
+    restart: str = "warm"  # after a crash: warm (fork of the collected process, when safe) or fresh (new interpreter)
 
     def tests_dir(self, override: Path | None) -> Path:
         """Where this tier's files live: the harness itself, or a PyTorch `test/` folder."""
@@ -99,9 +101,8 @@ def _model_tiers(tier: Tier, manifests: Path) -> dict[str, Tier]:
 
 
 def _model_name(path: Path) -> str | None:
-    """A manifest's top-level `model:` value, read without constructing the rest of the file."""
-    section = load_section(path, "op manifest")
-    return section.scalar("model", str, "") or None if section.has("model") else None
+    """A manifest's top-level `model:` value, read without parsing the cases after it (manifests reach 130 KB)."""
+    return load_scalar_entry(path, "model", "op manifest").scalar("model", str, "") or None
 
 
 def _tier(name: str, section: Section) -> Tier:
@@ -123,6 +124,7 @@ def _tier(name: str, section: Section) -> Tier:
         test_timeout=test_timeout,
         stages=_stages(section, name),
         entry=section.choice("entry", ENTRIES, "pytest"),
+        restart=section.choice("restart", RESTARTS, "warm"),
     )
 
 

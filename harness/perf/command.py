@@ -2,7 +2,8 @@
 
 Exit statuses: 0 a valid comparison, 2 a comparison that is not valid (speed-ups withheld: the JIT
 compiled nothing, versions or machines differ, the baseline could import CinderX), 3 bad usage or
-unreadable input.
+unreadable input. The perf modules, and the catalog and results modules, are imported when a
+command runs, so `--help` and the other commands start without them.
 """
 
 from __future__ import annotations
@@ -11,11 +12,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from harness.configure.configurations import load_catalog
 from harness.errors import HarnessError
 from harness.perf import benchmarks
 from harness.perf.effort import EFFORTS, Effort
-from harness.record.store import default_results_root
 
 FORMATS = ("md", "json")
 
@@ -82,6 +81,9 @@ def effort_of(args: argparse.Namespace) -> Effort:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from harness.configure.configurations import load_catalog
+    from harness.record.store import default_results_root
+
     configuration = load_catalog().get(args.config).with_threshold(args.threshold)
     try:
         selected = benchmarks.select(args.bench)
@@ -125,7 +127,9 @@ def _candidate_order(item: tuple[tuple[str, int | None], Path]) -> tuple[str, in
 
 def _compare_latest(args: argparse.Namespace) -> int:
     _require_pyperf()
+    from harness.configure.configurations import load_catalog
     from harness.perf.record import latest_perf_runs
+    from harness.record.store import default_results_root
 
     root = args.results or default_results_root()
     baseline_name = load_catalog().baseline

@@ -44,6 +44,8 @@ print(json.dumps({
 # Environment variables that change what tests do; recorded and folded into the fingerprint.
 _RELEVANT_PREFIXES = ("PYTHON", "CINDER", "PYTORCH", "TORCH", "CUDA", "OMP_", "MKL_", "OPENBLAS", "HARNESS_JIT",
                       "HARNESS_THRESHOLD", "HARNESS_ACTIVATION", "HYPOTHESIS", "CI", "LD_")
+# Set by the runner to a folder of each run: recorded, they would make every run's hash differ.
+_PER_RUN = frozenset({"TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR"})
 
 
 def describe_interpreter(python: str) -> dict[str, Any]:
@@ -59,7 +61,8 @@ def describe_interpreter(python: str) -> dict[str, Any]:
 
 def environment_fingerprint(env: dict[str, str], interpreter: dict[str, Any]) -> dict[str, Any]:
     """Machine and environment facts that can change results, with one hash over all of them."""
-    relevant = {key: value for key, value in sorted(env.items()) if key.startswith(_RELEVANT_PREFIXES)}
+    relevant = {key: value for key, value in sorted(env.items())
+                if key.startswith(_RELEVANT_PREFIXES) and key not in _PER_RUN}
     facts = {
         "platform": platform.platform(),
         "machine": platform.machine(),

@@ -61,7 +61,8 @@ class FileRecord:
     jit_error: str | None = None
     contamination: str | None = None
     culprit: str | None = None
-    processes: int = 1  # more than 1 when the file was resumed in a fresh process after a crash or hang
+    processes: int = 1  # more than 1 when the file was resumed in a new process after a crash or hang
+    restart: str | None = None  # how it resumes: "warm" (a fork of the collected process) or "fresh: <why>"
 
     @property
     def vacuous(self) -> bool:

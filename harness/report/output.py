@@ -18,8 +18,6 @@ from harness.compare.diff import Comparison
 from harness.compare.sweep import sweeps
 from harness.report import json_report, markdown
 
-FORMATS = ("md", "json", "html")
-
 
 def render(comparisons: list[Comparison], fmt: str) -> str:
     if fmt == "json":

@@ -1,19 +1,19 @@
-"""`python -m harness run` and `provision`: arguments and what they do."""
+"""`python -m harness run` and `provision`: arguments and what they do.
+
+Each command imports its modules when it runs, so `--help` and the other commands start without them.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from harness.configure.configurations import load_catalog
-from harness.configure.provision import ensure_python
-from harness.configure.sources import fetch_tests, installed_torch_version
-from harness.configure.tiers import Tier, get_tier
 from harness.errors import HarnessError
-from harness.record.store import RunDirectory, default_results_root
-from harness.run.runner import RunRequest, default_python, execute, resume
-from harness.run.schedule import parse_shard, run_durations, shard_files, size_weights
+
+if TYPE_CHECKING:
+    from harness.configure.tiers import Tier
 
 EXIT_OK = 0
 
@@ -50,6 +50,12 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from harness.configure.configurations import load_catalog
+    from harness.configure.tiers import get_tier
+    from harness.record.store import default_results_root
+    from harness.run.runner import RunRequest, default_python, execute
+    from harness.run.schedule import parse_shard, run_durations, shard_files, size_weights
+
     if args.jobs < 1:
         raise HarnessError(f"--jobs must be at least 1, not {args.jobs}")
     if args.resume:
@@ -88,6 +94,11 @@ def _tier_files(tier: Tier, tests_dir: Path, stages: list[str] | None) -> list[s
 
 
 def _resume(args: argparse.Namespace) -> int:
+    from harness.configure.configurations import load_catalog
+    from harness.configure.tiers import get_tier
+    from harness.record.store import RunDirectory
+    from harness.run.runner import resume
+
     record = RunDirectory(args.resume).read_record()
     configuration = load_catalog().get(record.configuration["name"]).with_threshold(record.threshold)
     print(f"run directory: {resume(args.resume, configuration, get_tier(record.tier), args.jobs)}")
@@ -95,11 +106,15 @@ def _resume(args: argparse.Namespace) -> int:
 
 
 def _fetch_tests(args: argparse.Namespace) -> int:
+    from harness.configure.sources import fetch_tests, installed_torch_version
+
     tests = fetch_tests(args.version or installed_torch_version(), args.repo, args.cache)
     print(f"PyTorch tests at {tests}\nuse them with: --tests-dir {tests}  (or: export HARNESS_TESTS_DIR={tests})")
     return EXIT_OK
 
 
 def _provision(args: argparse.Namespace) -> int:
+    from harness.configure.provision import ensure_python
+
     print(ensure_python(args.version))
     return EXIT_OK

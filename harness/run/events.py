@@ -3,6 +3,9 @@
 The stream is the single source of truth for a file: every process that ran it appends to it,
 and the runner appends a `result` for each test that a dead process was running. Re-reading it
 therefore tells what finished, what must be left out of the next process, and the final results.
+
+A session is one process running tests: a test process (`session_start`) or a worker forked
+from one (`worker_start`, warm restarts); a test process that forks workers runs none itself.
 """
 
 from __future__ import annotations
@@ -13,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.record.model import TestResult, junit_names
+
+SESSION_STARTS = ("session_start", "worker_start")
 
 
 @dataclass
@@ -48,10 +53,10 @@ class EventStream:
         self.read_new()
 
     def sessions(self) -> int:
-        return sum(1 for event in self.events if event["event"] == "session_start")
+        return sum(1 for event in self.events if event["event"] in SESSION_STARTS)
 
     def last_session(self) -> list[dict[str, Any]]:
-        starts = [i for i, event in enumerate(self.events) if event["event"] == "session_start"]
+        starts = [i for i, event in enumerate(self.events) if event["event"] in SESSION_STARTS]
         return self.events[starts[-1]:] if starts else []
 
     def running(self) -> str | None:
@@ -79,21 +84,26 @@ class FileSummary:
     """What a file's whole stream says, over every process that ran it."""
 
     results: tuple[TestResult, ...]
-    processes: int
+    processes: int  # that ran tests (a warm host only forks the workers that do)
     jit: dict[str, Any] | None
     jit_error: str | None
     contamination: str | None
+    restart: str | None  # how the last test process would resume after a crash: "warm" or "fresh: <why>"
 
 
 def summarize(module: str, file: str, events: list[dict[str, Any]]) -> FileSummary:
     results: dict[str, TestResult] = {}
-    sessions: list[dict[str, Any]] = []  # per process: its last known JIT state
-    jit_error = contamination = None
+    sessions: list[dict[str, Any]] = []  # per session: its last known JIT state
+    hosts = 0
+    jit_error = contamination = restart = None
     for event in events:
         kind = event["event"]
-        if kind == "session_start":
+        if kind in SESSION_STARTS:
             sessions.append({})
             contamination = contamination or event.get("contamination")
+        elif kind == "restart":
+            restart = event["mode"]
+            hosts += restart == "warm"
         elif kind == "result":
             results[event["nodeid"]] = result_from_event(module, event)
         elif kind == "collect_error":
@@ -108,7 +118,8 @@ def summarize(module: str, file: str, events: list[dict[str, Any]]) -> FileSumma
             sessions[-1]["compiled"] = event["compiled"]
         elif kind == "session_finish" and sessions:
             sessions[-1].update(event["jit"])
-    return FileSummary(tuple(results.values()), len(sessions), _jit_over(sessions), jit_error, contamination)
+    return FileSummary(tuple(results.values()), len(sessions) - hosts, _jit_over(sessions), jit_error, contamination,
+                       restart)
 
 
 def _jit_over(sessions: list[dict[str, Any]]) -> dict[str, Any] | None:

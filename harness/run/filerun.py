@@ -4,11 +4,13 @@ A file runs in a fresh process with the harness plugin. While it runs, its event
 watched: a test past the per-test limit, or a file past the per-file limit, gets SIGABRT
 (faulthandler dumps every stack), then SIGKILL. When a process dies with a test running, that
 test is recorded as crashed (or timeout) with the tail of the faulthandler output, and the file
-resumes after it in a fresh process that leaves out everything already finished.
+resumes after it in a new process that leaves out everything already finished: a fork of the
+collected test process when it could keep one (warm restart, see forkserver.py), else a fresh one.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import shlex
 import signal
@@ -26,6 +28,7 @@ from harness.record import junit
 from harness.record.model import FileRecord, TestResult
 from harness.record.store import RunDirectory
 from harness.run.events import EventStream, summarize
+from harness.run.forkserver import CONTROL_FD
 
 POLL_SECONDS = 0.2
 KILL_GRACE_SECONDS = 10  # after SIGABRT, for faulthandler to write every thread's stack
@@ -75,6 +78,11 @@ class LiveProcesses:
         with self._lock:
             self._processes.discard(process)
 
+    def reset(self) -> None:
+        """A run starts: nothing is being stopped."""
+        with self._lock:
+            self.stopping = False
+
     def stop(self) -> None:
         """Kill every test process now and start none after: an interrupt, not a crash."""
         with self._lock:
@@ -102,37 +110,44 @@ def run_file(context: FileContext, file: str, targets: list[str], on_event: Even
     file_deadline = began + context.tier.timeout
     culprits: list[str] = []
     signals: list[str] = []
-    returncode = 0
+    process: FileProcess | None = None
     while True:
         deselect.write_text("".join(f"{nodeid}\n" for nodeid in sorted(stream.finished())))
         sessions_before = stream.sessions()
-        returncode, ending = _run_process(command, context, env, module, stream, file_deadline,
-                                          lambda event: on_event(file, event))
+        if process is not None and process.waiting:
+            process.resume()
+        else:
+            if process is not None:
+                process.finish(file_deadline)
+            process = FileProcess.start(command, context, env, module)
+        ending = process.watch(stream, context.tier.test_timeout, file_deadline, lambda event: on_event(file, event))
         if LIVE.stopping:
             raise Interrupted(file)
         started = stream.sessions() > sessions_before
         if started and stream.last_session_finished():
             break
-        signal_name = _signal_name(returncode)
+        assert ending.status is not None  # only a finished session leaves its process running
+        signal_name = _signal_name(ending.status)
         if signal_name:
             signals.append(signal_name)
         progressed = started and stream.last_session_results() > 0
         running = stream.running() if started else None
         cause = {"test_timeout": f"test exceeded the tier's per-test limit ({context.tier.test_timeout} s)",
                  "file_timeout": f"file exceeded the tier's limit ({context.tier.timeout} s)"}.get(
-            ending, f"process died with {signal_name or f'exit status {returncode}'}")
+            ending.how, f"process died with {signal_name or f'exit status {ending.status}'}")
         culprit = running or f"{file}::<process>"
         # A file that fails before pytest starts (an import error at the top of a script) is an
         # import/collection error of the file; anything else that ends a process early is a crash.
-        outcome = "timeout" if ending != "exited" else ("crashed" if started or signal_name else "error")
+        outcome = "timeout" if ending.how.endswith("timeout") else ("crashed" if started or signal_name else "error")
         message = f"{cause} while running {culprit}" if outcome != "error" else f"collection error: {cause} before pytest started"
         stream.append({"event": "result", "nodeid": culprit, "outcome": outcome, "duration": 0.0,
                        "message": message, "text": _log_tail(context.run.log(module)), "attempts": []})
         on_event(file, stream.events[-1])
         if outcome != "error":
             culprits.append(f"{culprit}: {cause}")
-        if ending == "file_timeout" or not (running or progressed):
+        if ending.how == "file_timeout" or not (running or progressed):
             break
+    # Every result is final now: write them while the process still exits (interpreter teardown).
     summary = summarize(module, file, stream.events)
     replay = _replay_prefix(context, env)
     junit.write_suite(
@@ -144,11 +159,15 @@ def run_file(context: FileContext, file: str, targets: list[str], on_event: Even
     counts: dict[str, int] = {}
     for result in summary.results:
         counts[result.outcome] = counts.get(result.outcome, 0) + 1
+    ending = process.finish(file_deadline)
+    if ending.how == "exit_timeout":
+        culprits.append(f"{file}::<process>: did not exit within the tier's limit ({context.tier.timeout} s) "
+                        "after its tests finished")
     record = FileRecord(
-        file=file, module=module, exit_status=returncode, signal=signals[0] if signals else None,
+        file=file, module=module, exit_status=ending.status, signal=signals[0] if signals else None,
         duration=round(time.monotonic() - began, 3), counts=dict(sorted(counts.items())), jit=summary.jit,
         jit_error=summary.jit_error, contamination=summary.contamination,
-        culprit="; ".join(culprits) or None, processes=summary.processes,
+        culprit="; ".join(culprits) or None, processes=summary.processes, restart=summary.restart,
     )
     return FileOutcome(record, summary.results)
 
@@ -166,60 +185,130 @@ def _command(context: FileContext, file: str, targets: list[str]) -> list[str]:
     return [*interpreter, "-m", "pytest", *targets, *options]
 
 
-def _run_process(command: list[str], context: FileContext, env: dict[str, str], module: str,
-                 stream: EventStream, file_deadline: float, on_event: Callable[[dict[str, Any]], None]) -> tuple[int, str]:
-    """One test process, watched: returns its exit status and how it ended (exited, test_timeout, file_timeout)."""
-    with open(context.run.log(module), "ab") as log:
-        process = subprocess.Popen(command, cwd=context.tests_dir, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                   start_new_session=True)
-    LIVE.add(process)
-    try:
-        ending = _watch(process, stream, context.tier.test_timeout, file_deadline, on_event)
-    finally:
-        LIVE.discard(process)
-    return process.returncode, ending
+@dataclass(frozen=True)
+class Ending:
+    """How a watch of a test process ended."""
+
+    how: str  # exited, worker_exited, session_finished, test_timeout, file_timeout (or exit_timeout)
+    status: int | None  # of the process or worker that ended (negative: its signal); None: still running
 
 
-def _watch(process: subprocess.Popen[bytes], stream: EventStream, test_limit: int, file_deadline: float,
-           on_event: Callable[[dict[str, Any]], None]) -> str:
-    started_at = time.monotonic()
-    running: str | None = None
-    while True:
+class FileProcess:
+    """A test process of one file, and the pipe on which a warm host is told to fork again."""
+
+    def __init__(self, popen: subprocess.Popen[bytes], control: int) -> None:
+        self.popen = popen
+        self.control = control  # write end; the host reads commands from its copy of the read end
+        self.waiting = False  # a warm host is alive and waits to fork the next worker
+
+    @classmethod
+    def start(cls, command: list[str], context: FileContext, env: dict[str, str], module: str) -> FileProcess:
+        read, write = os.pipe()
+        env = {**env, CONTROL_FD: str(read)} if context.tier.restart == "warm" else env
         try:
-            process.wait(timeout=POLL_SECONDS)
-            exited = True
+            with open(context.run.log(module), "ab") as log:
+                popen = subprocess.Popen(command, cwd=context.tests_dir, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                         start_new_session=True, pass_fds=(read,))
+        finally:
+            os.close(read)
+        LIVE.add(popen)
+        return cls(popen, write)
+
+    def resume(self) -> None:
+        """Tell the waiting host to fork a worker that continues after what finished."""
+        self.waiting = False
+        os.write(self.control, b"resume\n")
+
+    def finish(self, deadline: float) -> Ending:
+        """Let the process end (a waiting host ends as its worker did) by `deadline`; stop whatever
+        it left running."""
+        os.close(self.control)
+        how = "exited"
+        if not self._exited_within(max(0.0, deadline - time.monotonic())):
+            how = "exit_timeout"
+            _signal_group(self.popen, signal.SIGKILL)
+            self.popen.wait()
+        LIVE.discard(self.popen)
+        _signal_group(self.popen, signal.SIGKILL)  # orphans: a test's children, a worker of a dead host
+        return Ending(how, self.popen.returncode)
+
+    def watch(self, stream: EventStream, test_limit: int, file_deadline: float,
+              on_event: Callable[[dict[str, Any]], None]) -> Ending:
+        """Follow the stream until the process exits, a worker exits, or a limit is hit."""
+        started_at = time.monotonic()
+        running: str | None = None
+        worker: int | None = None
+        while True:
+            exited = self._exited_within(POLL_SECONDS)
+            ending: Ending | None = None
+            for event in stream.read_new():
+                on_event(event)
+                if event["event"] == "start":
+                    running, started_at = event["nodeid"], time.monotonic()
+                elif event["event"] == "result":
+                    running = None
+                elif event["event"] == "worker_start":
+                    worker = event["pid"]
+                elif event["event"] == "worker_exit":
+                    self.waiting = True
+                    ending = Ending("worker_exited", event["status"])
+                elif event["event"] == "session_finish":
+                    ending = Ending("session_finished", None)  # its results are final; it exits meanwhile
+            if ending is not None and (ending.how == "worker_exited" or not exited):
+                return ending
+            if exited:
+                return Ending("exited", self.popen.returncode)
+            now = time.monotonic()
+            if running is not None and now - started_at > test_limit:
+                return self._abort(worker, stream, on_event, "test_timeout")
+            if now > file_deadline:
+                ending = self._abort(worker, stream, on_event, "file_timeout")
+                if self.waiting:  # the file's time is up: no next worker
+                    self.waiting = False
+                    _signal_group(self.popen, signal.SIGKILL)
+                    self.popen.wait()
+                return ending
+
+    def _abort(self, worker: int | None, stream: EventStream, on_event: Callable[[dict[str, Any]], None],
+               how: str) -> Ending:
+        """SIGABRT first, so faulthandler writes the hung stacks to the log; SIGKILL if that is not
+        enough. Only the worker, when there is one: its host survives to fork the next (unless the
+        host does not answer either)."""
+        group = functools.partial(_signal_group, self.popen)
+        steps = [group, group] if worker is None else [functools.partial(_signal_pid, worker)] * 2 + [group]
+        for send, sig in zip(steps, (signal.SIGABRT, signal.SIGKILL, signal.SIGKILL)):
+            send(sig)
+            deadline = time.monotonic() + KILL_GRACE_SECONDS
+            while time.monotonic() < deadline:
+                exited = self._exited_within(POLL_SECONDS)
+                for event in stream.read_new():
+                    on_event(event)
+                    if event["event"] == "worker_exit":
+                        self.waiting = True
+                        return Ending(how, event["status"])
+                if exited:
+                    return Ending(how, self.popen.returncode)
+        self.popen.wait()  # the whole group got SIGKILL
+        return Ending(how, self.popen.returncode)
+
+    def _exited_within(self, seconds: float) -> bool:
+        try:
+            self.popen.wait(timeout=seconds)
+            return True
         except subprocess.TimeoutExpired:
-            exited = False
-        for event in stream.read_new():
-            on_event(event)
-            if event["event"] == "start":
-                running, started_at = event["nodeid"], time.monotonic()
-            elif event["event"] == "result":
-                running = None
-        if exited:
-            return "exited"
-        now = time.monotonic()
-        if running is not None and now - started_at > test_limit:
-            _abort(process)
-            return "test_timeout"
-        if now > file_deadline:
-            _abort(process)
-            return "file_timeout"
-
-
-def _abort(process: subprocess.Popen[bytes]) -> None:
-    """SIGABRT first, so faulthandler writes the hung stacks to the log; SIGKILL if that is not enough."""
-    _signal_group(process, signal.SIGABRT)
-    try:
-        process.wait(timeout=KILL_GRACE_SECONDS)
-    except subprocess.TimeoutExpired:
-        _signal_group(process, signal.SIGKILL)
-        process.wait()
+            return False
 
 
 def _signal_group(process: subprocess.Popen[bytes], sig: signal.Signals) -> None:
     try:
         os.killpg(process.pid, sig)
+    except ProcessLookupError:
+        pass
+
+
+def _signal_pid(pid: int, sig: signal.Signals) -> None:
+    try:
+        os.kill(pid, sig)
     except ProcessLookupError:
         pass
 

@@ -1,12 +1,14 @@
 """pytest plugin loaded into every test process (`-p harness.run.plugin`).
 
-It does three things, all driven by HARNESS_* environment variables set by the runner:
+What it does, driven by HARNESS_* environment variables set by the runner:
 - switches the JIT as the configuration asks, after collection (seed 001) or at start-up;
 - in `jit: absent` configurations, proves CinderX cannot be imported (seed 000's falsifier);
 - streams every test's start and outcome to HARNESS_EVENTS as JSON lines, as they happen, so a
   crash or hang loses nothing already obtained, and ends the stream with the JIT's real state;
-- leaves out the tests listed in HARNESS_DESELECT, so a fresh process resumes a file after the
-  test that crashed the previous one.
+- leaves out the tests listed in HARNESS_DESELECT, so a new process resumes a file after the
+  test that crashed the previous one;
+- when it is safe, runs the tests in forked workers of the collected process (warm restarts,
+  see forkserver.py), so resuming after a crash costs a fork instead of a new interpreter.
 
 Standard library only: it runs inside every configuration's interpreter. Without HARNESS_EVENTS
 (plain `pytest harness/smoke`) it records nothing and only applies the JIT request.
@@ -21,7 +23,7 @@ from typing import IO, Any
 
 import pytest
 
-from harness.run import jit
+from harness.run import forkserver, jit
 
 MAX_TEXT = 20_000  # characters of failure text kept per test: enough to classify, bounded on disk
 JIT_COUNT_INTERVAL = 5.0  # seconds between compiled-function counts, so a crash keeps a recent one
@@ -44,6 +46,7 @@ class Recorder:
 
 _request = jit.JitRequest.from_environment()
 _recorder = Recorder(None)
+_restart = "fresh"  # "warm" when this process forks its tests' workers, else "fresh: <why>"
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -57,6 +60,10 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    _leave_out_finished(config, items)
+
+
+def _leave_out_finished(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Leave out tests an earlier process of this file already finished (or crashed in)."""
     path = os.environ.get("HARNESS_DESELECT")
     if not path or not os.path.exists(path):
@@ -70,9 +77,42 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
+    global _restart
     _recorder.emit("collected", count=len(session.items))
-    if _request.activation != "startup":
-        _switch_jit()
+    why_not = _why_not_warm(session)
+    _restart = f"fresh: {why_not}" if why_not else "warm"
+    _recorder.emit("restart", mode=_restart)
+    if why_not and _request.activation != "startup":
+        _switch_jit()  # a warm host leaves the JIT off: each worker engages it after the fork
+
+
+def _why_not_warm(session: pytest.Session) -> str | None:
+    if _request.activation == "startup":
+        return "the JIT is on before collection (activation: startup)"
+    if session.testsfailed:
+        return "collection failed"
+    if session.config.option.collectonly:
+        return "collection only"
+    if session.config.pluginmanager.hasplugin("dsession"):
+        return "pytest-xdist runs the tests"
+    return forkserver.unsafe_to_fork()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtestloop(session: pytest.Session) -> None:
+    """In a warm host, returns only inside a forked worker, which then runs pytest's own loop."""
+    if _restart == "warm":
+        session.config.get_terminal_writer().flush()
+        forkserver.serve(lambda: _start_worker(session), _recorder.emit)
+
+
+def _start_worker(session: pytest.Session) -> None:
+    _recorder.emit("worker_start", pid=os.getpid())
+    capture = session.config.pluginmanager.getplugin("capturemanager")
+    if capture is not None and capture.is_globally_capturing():
+        capture.read_global_capture()  # drop what a dead worker wrote into the shared capture file
+    _leave_out_finished(session.config, session.items)
+    _switch_jit()
 
 
 def _switch_jit() -> None:
@@ -119,6 +159,11 @@ def pytest_runtest_logfinish(nodeid: str, location: tuple[str, int | None, str])
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     _recorder.emit("session_finish", exitstatus=int(exitstatus), jit=jit.snapshot().as_dict())
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config: pytest.Config) -> None:
+    forkserver.worker_finished()
 
 
 # Which outcome wins when phases disagree: a failing teardown turns a pass into an error.

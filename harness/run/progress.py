@@ -5,12 +5,12 @@ from __future__ import annotations
 import sys
 import threading
 from collections.abc import Callable
-from typing import Any
-
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from typing import TYPE_CHECKING, Any
 
 from harness.record.model import FileRecord
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
 
 FAILURES = frozenset({"failed", "error"})
 CRASHES = frozenset({"crashed", "timeout"})
@@ -26,6 +26,11 @@ class RunProgress:
         self._lock = threading.Lock()
         self._live: Progress | None = None
         if announce is None and sys.stdout.isatty():
+            # Imported only for a terminal: a run in a pipe or CI log starts its tests sooner.
+            from rich.console import Console
+            from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
+                                       TimeRemainingColumn)
+
             self._live = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                                   TextColumn("files · {task.fields[tally]}"), TimeElapsedColumn(),
                                   TimeRemainingColumn(), console=Console())

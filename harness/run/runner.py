@@ -8,6 +8,7 @@ continues it: finished files are not run again, and a file cut short resumes aft
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -54,18 +55,47 @@ def group_targets(targets: tuple[str, ...]) -> dict[str, list[str]]:
 
 
 def execute(request: RunRequest, announce: Callable[[str], None] | None = None) -> Path:
-    """Start a new run directory and run every target file in it."""
+    """Start a new run directory and run every target file in it.
+
+    The first test processes start at once; the run record, for which the interpreter describes
+    itself in a child process and the sources are hashed, is made and written beside them, before
+    any file can finish. If it cannot be made, the test processes are stopped and the run
+    directory is removed."""
     grouped = group_targets(request.targets)
     for file in grouped:
         if not (request.tests_dir / file).is_file():
             raise HarnessError(f"--select: {file} not found under {request.tests_dir}")
-    interpreter = describe_interpreter(request.python)
+    if not os.access(request.python, os.X_OK):
+        raise HarnessError(f"interpreter {request.python} cannot be started: not an executable file")
     config = request.configuration
     started = datetime.now(timezone.utc)
     shard = f"-shard{request.shard.replace('/', 'of')}" if request.shard else ""
     run = RunDirectory(request.results_root / f"{config.name}-{request.tier.name}{shard}-{started:%Y%m%dT%H%M%S%f}")
     run.create()
     env = child_environment(config, request.tier, run)
+    try:
+        skip = _unmet_requirement(request.tier, request.python, env)
+        if skip:
+            record = _first_record(request, run, env, started, list(grouped))
+            run.write_record(replace(record, status="complete", skipped_reason=skip, finished=_now()))
+            (announce or print)(f"tier {request.tier.name} skipped: {skip}")
+            return run.root
+        context = FileContext(request.python, request.tests_dir, request.tier, config, run, env)
+        order = longest_first(list(grouped), earlier_durations(request.results_root, request.tier.name))
+        with ThreadPoolExecutor(max_workers=1) as background:
+            record = background.submit(_first_record, request, run, env, started, list(grouped))
+            _run_files(context, record, {file: grouped[file] for file in order}, request.jobs, announce)
+    except HarnessError:
+        shutil.rmtree(run.root, ignore_errors=True)
+        raise
+    return run.root
+
+
+def _first_record(request: RunRequest, run: RunDirectory, env: dict[str, str], started: datetime,
+                  files: list[str]) -> RunRecord:
+    """The record of a run that is starting, written to the run directory."""
+    interpreter = describe_interpreter(request.python)
+    config = request.configuration
     record = RunRecord(
         configuration={**config.__dict__, "env": dict(config.env)},
         tier=request.tier.name,
@@ -74,23 +104,15 @@ def execute(request: RunRequest, announce: Callable[[str], None] | None = None) 
         versions={**interpreter["versions"], "harness": harness.__version__, "python": interpreter["version"]},
         fingerprint=environment_fingerprint(env, interpreter),
         tests_dir=str(request.tests_dir),
-        test_sources=sources_identity(request.tests_dir, list(grouped)),
+        test_sources=sources_identity(request.tests_dir, files),
         started=started.isoformat(),
         command=list(request.command),
         targets=request.targets,
         shard=request.shard,
         python=request.python,
     )
-    skip = _unmet_requirement(request.tier, request.python, env)
-    if skip:
-        run.write_record(replace(record, status="complete", skipped_reason=skip, finished=_now()))
-        (announce or print)(f"tier {request.tier.name} skipped: {skip}")
-        return run.root
     run.write_record(record)
-    context = FileContext(request.python, request.tests_dir, request.tier, config, run, env)
-    order = longest_first(list(grouped), earlier_durations(request.results_root, request.tier.name))
-    _run_files(context, record, {file: grouped[file] for file in order}, request.jobs, announce)
-    return run.root
+    return record
 
 
 def resume(run_dir: Path, configuration: Configuration, tier: Tier, jobs: int,
@@ -107,46 +129,59 @@ def resume(run_dir: Path, configuration: Configuration, tier: Tier, jobs: int,
                           child_environment(configuration, tier, run))
     record = replace(record, status="running", finished=None)
     run.write_record(record)
-    _run_files(context, record, pending, jobs, announce)
+    written: Future[RunRecord] = Future()
+    written.set_result(record)
+    _run_files(context, written, pending, jobs, announce)
     return run.root
 
 
-def _run_files(context: FileContext, record: RunRecord, pending: dict[str, list[str]], jobs: int,
+def _run_files(context: FileContext, record: Future[RunRecord], pending: dict[str, list[str]], jobs: int,
                announce: Callable[[str], None] | None) -> None:
-    """Run files `jobs` at a time; rewrite the record after each; on interrupt, record and stop."""
-    files: list[FileRecord] = list(record.files)
+    """Run files `jobs` at a time; rewrite the record (once it is written) after each; on
+    interrupt, record and stop."""
+    files: list[FileRecord] = []
     progress = RunProgress(len(pending), announce)
     queue = iter(pending.items())
     pool = ThreadPoolExecutor(max_workers=jobs)
     running: set[Future] = set()
+    LIVE.reset()
 
     def submit_next() -> None:
         for file, targets in queue:
             running.add(pool.submit(run_file, context, file, targets, progress.event))
             return
 
+    def write(**changes: object) -> None:
+        base = record.result()
+        context.run.write_record(replace(base, files=(*base.files, *files), **changes))
+
     try:
         with progress, _sigterm_as_interrupt():
             for _ in range(jobs):
                 submit_next()
+            record.result()  # raises if the record cannot be made: the test processes are stopped below
             while running:
                 done, _ = wait(running, return_when=FIRST_COMPLETED)
                 for future in done:
                     running.discard(future)
                     outcome = future.result()
                     files.append(outcome.record)
-                    context.run.write_record(replace(record, files=tuple(files)))
+                    write()
                     progress.file_done(outcome.record)
                     submit_next()
     except KeyboardInterrupt:
         LIVE.stop()  # kills the test processes; their files stay unfinished, to resume
         pool.shutdown(wait=True, cancel_futures=True)
-        context.run.write_record(replace(record, files=tuple(files), status="interrupted", finished=_now()))
+        write(status="interrupted", finished=_now())
         progress.announce(f"interrupted: {len(files)} files recorded in {context.run.root}; "
                           f"continue with: python -m harness run --resume {context.run.root}")
         raise
+    except HarnessError:
+        LIVE.stop()
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise
     pool.shutdown()
-    context.run.write_record(replace(record, files=tuple(files), status="complete", finished=_now()))
+    write(status="complete", finished=_now())
 
 
 def child_environment(config: Configuration, tier: Tier, run: RunDirectory) -> dict[str, str]:

@@ -176,3 +176,17 @@ def test_disengaged_jit_is_paused_while_dynamo_traces_and_on_afterwards(tmp_path
         assert file.counts == {"passed": 3} and file.jit["enabled"], file
     module = "harness.smoke.test_compile_interop"
     assert compiled_in(disengaged, module) < compiled_in(engaged, module)
+
+
+def test_crash_under_the_jit_resumes_warm_with_the_jit_compiling_again(tmp_path: Path):
+    """A segfault under CinderX: the file resumes in a fork of the collected process (P0 sets
+    OMP_NUM_THREADS=1), and the worker that finishes it engaged the JIT and compiled functions."""
+    run = run_with_cinderx("cinderx-jit", tmp_path, "--tests-dir", str(ROOT / "tests" / "fixtures" / "jit"),
+                           "--select", "test_crash_under_jit.py")
+    [file] = RunDirectory(run).read_record().files
+    assert file.counts == {"crashed": 1, "passed": 2} and file.signal == "SIGSEGV"
+    assert file.restart == "warm" and file.processes == 2
+    events = [json.loads(line) for line in RunDirectory(run).events("test_crash_under_jit").read_text().splitlines()]
+    workers = [e for e in events if e["event"] == "worker_start"]
+    [finish] = [e for e in events if e["event"] == "session_finish"]
+    assert len(workers) == 2 and finish["jit"]["enabled"] and finish["jit"]["compiled"] > 0, finish

@@ -14,12 +14,20 @@ FILES = ("test_segfault_at_3.py", "test_sigbus.py", "test_abort.py", "test_exit_
          "test_thousand_crash_at_10.py")
 
 
-@pytest.fixture(scope="module", params=["script", "pytest"])
+@pytest.fixture(scope="module", params=[("script", "warm"), ("script", "fresh"), ("pytest", "warm"), ("pytest", "fresh")],
+                ids="-".join)
 def corpus(request, tmp_path_factory):
-    """The corpus run the way PyTorch's CI runs files (`python FILE --use-pytest`) and as plain pytest."""
+    """The corpus run the way PyTorch's CI runs files (`python FILE --use-pytest`) and as plain pytest,
+    resuming after each crash in a fork of the collected process (warm) or in a new interpreter."""
+    entry, restart = request.param
+    # One OpenMP/BLAS thread per process: no thread pool alive after collection, so forking is safe.
+    env = {"OMP_NUM_THREADS": "1"} if restart == "warm" else {}
     run = run_fixtures(tmp_path_factory.mktemp("faults"), FILES, tests_dir=FIXTURES / "faults", test_timeout=5,
-                       timeout=300, jobs=2, entry=request.param)
-    return run, {f.file: f for f in run.read_record().files}
+                       timeout=300, jobs=2, entry=entry, restart=restart, env=env)
+    files = {f.file: f for f in run.read_record().files}
+    resumed = [f for f in files.values() if f.processes > 1]
+    assert resumed and all(f.restart.startswith(restart) for f in resumed)  # the restart path under test was taken
+    return run, files
 
 
 def outcomes(run, file):
@@ -41,7 +49,7 @@ def test_culprit_named_and_every_other_test_recorded(corpus, file, suite, culpri
     assert results == {f"test_{i:04d}_cpu": expected if i == culprit else "passed" for i in range(count)}
     record = files[file]
     assert f"{suite}::{culprit_name}" in record.culprit and how in record.culprit
-    assert record.processes == 2  # resumed after the culprit in a fresh process
+    assert record.processes == 2  # resumed after the culprit in a new process (forked or fresh)
 
 
 def test_thousand_tests_crash_at_10_loses_nothing(corpus):

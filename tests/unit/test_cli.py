@@ -67,3 +67,12 @@ def test_missing_directory_and_bad_options_are_exit_3(tmp_path):
 def test_select_of_a_missing_file_is_exit_3(tmp_path):
     done = harness("run", "--config", "stock", "--tier", "p0", "--select", "nope/test_x.py", "--results", tmp_path)
     assert done.returncode == 3 and "--select: nope/test_x.py not found" in done.stderr
+
+
+def test_an_interpreter_that_cannot_describe_itself_leaves_no_run_directory(tmp_path):
+    """The first test processes start before the interpreter has described itself; when it cannot,
+    they are stopped, the half-made run directory is removed, and the error is one line."""
+    done = harness("run", "--config", "stock", "--tier", "p0", "--python", "/bin/false", "--results", tmp_path / "results")
+    assert done.returncode == 3
+    assert done.stderr.strip() == "harness: error: interpreter /bin/false failed to describe itself: no output"
+    assert not any((tmp_path / "results").glob("*/run.json")) and not any((tmp_path / "results").glob("*/*"))

@@ -105,16 +105,44 @@ def test_run_record_describes_interpreter_versions_and_sources(run_outcomes):
     assert len(record.test_sources["hash"]) == 16
     assert record.fingerprint["hash"] and record.started < record.finished
     assert record.configuration["name"] == "fixture"
+    again = run_outcomes("test_outcomes.py").read_record()
+    assert again.fingerprint == record.fingerprint  # nothing per-run (cache folders) in the fingerprint
 
 
-def test_plugin_streams_events_as_tests_run(run_outcomes):
-    run = run_outcomes("test_segfault.py")
-    events = [json.loads(line) for line in run.events("test_segfault").read_text().splitlines()]
-    kinds = [e["event"] for e in events]
-    assert kinds[:3] == ["session_start", "collected", "jit_applied"]
+def event_kinds(run, module):
+    return [json.loads(line)["event"] for line in run.events(module).read_text().splitlines()]
+
+
+def test_plugin_streams_events_as_tests_run_and_resumes_in_a_fresh_process(run_outcomes):
+    run = run_outcomes("test_segfault.py", restart="fresh")
+    kinds = event_kinds(run, "test_segfault")
+    assert kinds[:4] == ["session_start", "collected", "restart", "jit_applied"]
     first_process = kinds[:kinds.index("session_start", 1)]
-    assert first_process[3:] == ["start", "result", "start", "result"]  # the culprit's result is the runner's
+    assert first_process[4:] == ["start", "result", "start", "result"]  # the culprit's result is the runner's
     assert kinds.count("session_start") == 2 and kinds[-1] == "session_finish"
+    [record] = run.read_record().files
+    assert record.restart == "fresh: the tier asks for fresh processes" and record.processes == 2
+
+
+def test_a_crash_resumes_in_a_fork_of_the_collected_process(run_outcomes):
+    """Warm restart: the collected process forks one worker per attempt; it imports the file once."""
+    run = run_outcomes("test_segfault.py")
+    kinds = event_kinds(run, "test_segfault")
+    assert kinds[:5] == ["session_start", "collected", "restart", "worker_start", "jit_applied"]
+    first_worker = kinds[3:kinds.index("worker_start", 4)]
+    assert first_worker[2:] == ["start", "result", "start", "worker_exit", "result"]  # the host saw it die
+    assert kinds.count("session_start") == 1 and kinds.count("worker_start") == 2 and kinds[-1] == "session_finish"
+    [record] = run.read_record().files
+    assert record.restart == "warm" and record.processes == 2 and record.signal == "SIGSEGV"
+    assert {r.name: r.outcome for r in read_results(run.junit("test_segfault"))} == {
+        "test_before_crash": "passed", "test_segfaults": "crashed", "test_after_crash": "passed"}
+
+
+def test_no_fork_while_other_threads_run(run_outcomes):
+    run = run_outcomes("test_thread_at_import.py")
+    [record] = run.read_record().files
+    assert record.restart.startswith("fresh: 1 other thread(s) alive after collection")
+    assert record.counts == {"crashed": 1, "passed": 2} and record.processes == 2
 
 
 def test_gpu_tier_without_a_gpu_is_skipped_with_its_reason(run_outcomes):
@@ -122,3 +150,13 @@ def test_gpu_tier_without_a_gpu_is_skipped_with_its_reason(run_outcomes):
     record = run.read_record()
     assert record.status == "complete" and record.files == ()
     assert "no CUDA device visible to torch" in record.skipped_reason
+
+
+def test_results_are_written_when_the_session_ends_even_if_the_process_never_exits(run_outcomes):
+    """A process that hangs at exit (a thread joined at interpreter shutdown) keeps its results
+    and is stopped at the file's limit, with the hang named."""
+    run = run_outcomes("test_hangs_at_exit.py", timeout=6)
+    [record] = run.read_record().files
+    assert record.counts == {"passed": 2}
+    assert "did not exit within the tier's limit (6 s) after its tests finished" in record.culprit
+    assert record.exit_status == -9 and record.duration < 30

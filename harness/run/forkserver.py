@@ -1,0 +1,110 @@
+"""Warm restarts: once its tests are collected, a test process forks a worker to run them and
+keeps itself (torch imported, tests collected, JIT not yet engaged) as the template of the next.
+
+A fresh process after a crash pays interpreter start-up, `import torch` and collection again:
+seconds per crash, most of a small file's run. A fork of the collected process pays none of that.
+Forking is only safe in a single-threaded process (the workers and locks of a thread pool do not
+survive fork: a child of a process that has used libgomp hangs in its next parallel region), so
+the host forks only as the sole thread, before the JIT is on; otherwise the tests run in the host
+itself and a crash resumes in a fresh process, as PyTorch's runner would.
+
+Protocol with the runner (harness/run/filerun.py), through the event stream and one pipe:
+- the worker emits `worker_start`, leaves out what HARNESS_DESELECT lists, engages the JIT, runs;
+- a worker that finishes its session ends the host at once, with the worker's exit status;
+- otherwise the host emits `worker_exit` and reads one line from HARNESS_CONTROL_FD: `resume`
+  forks the next worker; anything else (or end of file) ends the host the way its worker ended.
+
+Standard library only: it runs inside every configuration's interpreter.
+"""
+
+from __future__ import annotations
+
+import faulthandler
+import os
+import signal
+import sys
+import threading
+import warnings
+from collections.abc import Callable
+from typing import NoReturn
+
+CONTROL_FD = "HARNESS_CONTROL_FD"
+
+_finished_fd: int | None = None  # in a worker: where to say the session finished
+
+
+# Threads known to hold nothing a forked child needs, so a fork may leave them behind:
+# pytest-rerunfailures' status server (idle in accept(); it serves pytest-xdist workers only).
+_FORK_SAFE_THREADS = {("pytest_rerunfailures", "ServerStatusDB.run_server")}
+
+
+def unsafe_to_fork() -> str | None:
+    """Why this process must not become a fork host now (None: it may)."""
+    if CONTROL_FD not in os.environ:
+        return "the tier asks for fresh processes"
+    try:
+        threads = len(os.listdir("/proc/self/task"))
+    except OSError:
+        return "cannot count this process's threads on this platform"
+    others = threads - 1 - sum(1 for thread in threading.enumerate() if _fork_safe(thread))
+    if others > 0:
+        return (f"{others} other thread(s) alive after collection (OpenMP or BLAS pools: "
+                f"OMP_NUM_THREADS=1 avoids them)")
+    return None
+
+
+def _fork_safe(thread: threading.Thread) -> bool:
+    target = getattr(thread, "_target", None)
+    return (getattr(target, "__module__", None), getattr(target, "__qualname__", None)) in _FORK_SAFE_THREADS
+
+
+def serve(start_worker: Callable[[], None], emit: Callable[..., None]) -> None:
+    """Fork workers until one finishes; returns only inside a worker, which then runs the tests."""
+    global _finished_fd
+    control = os.fdopen(int(os.environ[CONTROL_FD]), "r", encoding="utf-8")
+    while True:
+        for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+            if stream is not None:
+                stream.flush()  # nothing buffered here may be written twice, by host and worker
+        finished_read, finished_write = os.pipe()
+        with warnings.catch_warnings():
+            # Python warns on fork with any other thread alive; the only ones left are known idle.
+            warnings.simplefilter("ignore", DeprecationWarning)
+            pid = os.fork()
+        if pid == 0:
+            control.close()
+            os.close(finished_read)
+            _finished_fd = finished_write
+            start_worker()
+            return
+        os.close(finished_write)
+        _, wait_status = os.waitpid(pid, 0)
+        finished = os.read(finished_read, 1) == b"1"
+        os.close(finished_read)
+        status = os.waitstatus_to_exitcode(wait_status)
+        if not finished:
+            emit("worker_exit", pid=pid, status=status)
+            if control.readline().strip() == "resume":
+                continue
+        _end_like(status)
+
+
+def worker_finished() -> None:
+    """Called as a worker's session ends: its host need not wait for the runner."""
+    global _finished_fd
+    if _finished_fd is not None:
+        os.write(_finished_fd, b"1")
+        os.close(_finished_fd)
+        _finished_fd = None
+
+
+def _end_like(status: int) -> NoReturn:
+    """End the host with its worker's exit status, or by its worker's signal, as if it had run the tests."""
+    if status < 0:
+        faulthandler.disable()  # the worker's stacks are already in the log; the host's are noise
+        if -status not in (signal.SIGKILL, signal.SIGSTOP):
+            signal.signal(-status, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {-status})
+        os.kill(os.getpid(), -status)
+        status = 128 - status  # only if the signal did not end this process
+    os._exit(status)
