@@ -1,10 +1,13 @@
 """The runner with real test processes: every test recorded, crashes and hangs attributed."""
 
 import json
+import os
 import subprocess
+import sys
 
 from harness.record.junit import read_results
 from harness.record.model import RunRecord
+from harness.record.store import find_runs
 
 
 def outcomes(run, module):
@@ -160,3 +163,13 @@ def test_results_are_written_when_the_session_ends_even_if_the_process_never_exi
     assert record.counts == {"passed": 2}
     assert "did not exit within the tier's limit (6 s) after its tests finished" in record.culprit
     assert record.exit_status == -9 and record.duration < 30
+
+
+def test_stress_tier_reproducer_passes_without_a_jit(tmp_path):
+    """The stress tier's fx loop is a CinderX crash reproducer: without a JIT it must simply pass."""
+    env = {**os.environ, "HARNESS_STRESS_SECONDS": "0.5"}
+    done = subprocess.run([sys.executable, "-m", "harness", "run", "--config", "stock", "--tier", "stress",
+                           "--python", sys.executable, "--results", str(tmp_path)], capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr
+    [(_, record)] = find_runs(tmp_path)
+    assert [(f.file, f.counts) for f in record.files] == [("harness/stress/test_fx_trace_loop.py", {"passed": 5})]
