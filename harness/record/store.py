@@ -16,6 +16,7 @@ import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from datetime import datetime
 from pathlib import Path
 from typing import TypeVar
 
@@ -156,6 +157,22 @@ def merge_records(records: list[RunRecord]) -> RunRecord:
         skipped_reason=next((r.skipped_reason for r in records if r.skipped_reason), None),
         shard=None,
     )
+
+
+def new_run_directory(results_root: Path, configuration: str, tier: str, shard: str | None,
+                      started: datetime) -> RunDirectory:
+    """`<config>-<tier>[-shardIofN]-<timestamp>`: recent_runs finds a tier's newest runs by name."""
+    part = f"-shard{shard.replace('/', 'of')}" if shard else ""
+    return RunDirectory(results_root / f"{configuration}-{tier}{part}-{started:%Y%m%dT%H%M%S%f}")
+
+
+def recent_runs(results_root: Path, tier: str, count: int) -> list[RunRecord]:
+    """The records of the newest `count` runs of `tier`, oldest first, found by their directory
+    names: only those records are read, however many runs the folder holds."""
+    named = list(results_root.glob(f"*-{tier}-*/{RUN_RECORD}")) if results_root.is_dir() else []
+    newest = sorted(named, key=lambda path: path.parent.name.rsplit("-", 1)[-1])[-count:]
+    records = [RunDirectory(path.parent).read_record() for path in newest]
+    return [record for record in records if record.tier == tier]
 
 
 def find_runs(results_root: Path) -> list[tuple[Path, RunRecord]]:

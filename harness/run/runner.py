@@ -25,7 +25,7 @@ from harness.configure.tiers import HARNESS_ROOT, Tier
 from harness.errors import HarnessError
 from harness.record.fingerprint import describe_interpreter, environment_fingerprint, sources_identity
 from harness.record.model import FileRecord, RunRecord
-from harness.record.store import RunDirectory
+from harness.record.store import RunDirectory, new_run_directory
 from harness.run.filerun import LIVE, FileContext, run_file
 from harness.run.progress import RunProgress
 from harness.run.schedule import earlier_durations, longest_first
@@ -69,8 +69,7 @@ def execute(request: RunRequest, announce: Callable[[str], None] | None = None) 
         raise HarnessError(f"interpreter {request.python} cannot be started: not an executable file")
     config = request.configuration
     started = datetime.now(timezone.utc)
-    shard = f"-shard{request.shard.replace('/', 'of')}" if request.shard else ""
-    run = RunDirectory(request.results_root / f"{config.name}-{request.tier.name}{shard}-{started:%Y%m%dT%H%M%S%f}")
+    run = new_run_directory(request.results_root, config.name, request.tier.name, request.shard, started)
     run.create()
     env = child_environment(config, request.tier, run)
     try:

@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 
 from harness.errors import HarnessError
-from harness.record.store import RUN_RECORD, RunDirectory
+from harness.record.store import RunDirectory, recent_runs
 
 
 def parse_shard(text: str) -> tuple[int, int]:
@@ -46,17 +46,11 @@ RECENT_RUNS = 64  # of a tier, read for durations: enough for every shard of a f
 
 
 def earlier_durations(results_root: Path, tier: str) -> dict[str, float]:
-    """The latest recorded duration of each file of this tier, over its most recent runs here.
-
-    Run directories are named `<config>-<tier>[-shardIofN]-<timestamp>`, so only this tier's
-    newest records are read: a results folder of many nightly runs does not slow every start."""
-    named = [path for path in results_root.glob(f"*-{tier}-*/{RUN_RECORD}")] if results_root.is_dir() else []
-    newest = sorted(named, key=lambda path: path.parent.name.rsplit("-", 1)[-1])[-RECENT_RUNS:]
+    """The latest recorded duration of each file of this tier, over its most recent runs here (a
+    results folder of many nightly runs does not slow every start)."""
     durations: dict[str, float] = {}
-    for path in newest:
-        record = RunDirectory(path.parent).read_record()
-        if record.tier == tier:
-            durations.update({f.file: f.duration for f in record.files})
+    for record in recent_runs(results_root, tier, RECENT_RUNS):
+        durations.update({f.file: f.duration for f in record.files})
     return durations
 
 
