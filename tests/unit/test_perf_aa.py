@@ -21,16 +21,23 @@ ROOT = Path(__file__).resolve().parents[2]
 CALIBRATION_BENCHES = [b.name for b in BENCHMARKS if b.tag == CALIBRATION]
 
 
-def perf_run(results: Path) -> Path:
-    done = subprocess.run([sys.executable, "-m", "harness", "perf", "run", "--config", "stock", "--python",
-                           sys.executable, "--results", str(results), "--processes", "4", "--values", "4",
-                           "--rounds", "2", "--bench", *CALIBRATION_BENCHES], cwd=ROOT, capture_output=True, text=True)
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    return Path(done.stdout.strip().splitlines()[-1].split(": ", 1)[1])
+def perf_runs(*results: Path) -> list[Path]:
+    """One `perf run` per results folder, all at the same time: a drift in the machine's load
+    between two runs made one after the other would shift every benchmark of one side alike."""
+    runs = [subprocess.Popen([sys.executable, "-m", "harness", "perf", "run", "--config", "stock", "--python",
+                              sys.executable, "--results", str(folder), "--processes", "4", "--values", "4",
+                              "--rounds", "2", "--bench", *CALIBRATION_BENCHES], cwd=ROOT, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True) for folder in results]
+    directories = []
+    for run in runs:
+        stdout, stderr = run.communicate()
+        assert run.returncode == 0, stdout[-2000:] + stderr[-2000:]
+        directories.append(Path(stdout.strip().splitlines()[-1].split(": ", 1)[1]))
+    return directories
 
 
 def test_the_same_configuration_twice_is_not_significant_for_most_benchmarks(tmp_path):
-    first, second = perf_run(tmp_path), perf_run(tmp_path)
+    first, second = perf_runs(tmp_path / "first", tmp_path / "second")
 
     record = PerfRunDirectory(first).read_record()
     assert record.status == "complete" and record.configuration == "stock" and record.jit == "absent"
