@@ -14,18 +14,17 @@ import sys
 
 from harness.compare import command as compare_command
 from harness.errors import HarnessError
+from harness.exits import ExitStatus
 from harness.perf import command as perf_command
 from harness.run import command as run_command
 from harness.scan import command as scan_command
-
-EXIT_USAGE = 3
 
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # bad usage is exit status 3, as for every other bad input
         self.print_usage(sys.stderr)
         print(f"harness: error: {message}", file=sys.stderr)
-        raise SystemExit(EXIT_USAGE)
+        raise SystemExit(ExitStatus.USAGE)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -45,6 +44,6 @@ def main(argv: list[str] | None = None) -> int:
         return args.handler(args)
     except HarnessError as error:
         print(f"harness: error: {error}", file=sys.stderr)
-        return EXIT_USAGE
+        return ExitStatus.USAGE
     except KeyboardInterrupt:
-        return 130
+        return ExitStatus.INTERRUPTED

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness.errors import HarnessError
+from harness.exits import ExitStatus
 from harness.report import FORMATS
 
 if TYPE_CHECKING:
@@ -98,7 +99,7 @@ def _diff_latest(args: argparse.Namespace) -> int:
 
 def _report(pairs: list[tuple[Side, Side]], args: argparse.Namespace) -> int:
     from harness.compare.confirm import Reruns, confirm
-    from harness.compare.diff import EXIT_INVALID, Comparison, compare
+    from harness.compare.diff import Comparison, compare
     from harness.compare.validity import Allowances
     from harness.report.merged_junit import write_merged
     from harness.report.output import deliver
@@ -114,7 +115,7 @@ def _report(pairs: list[tuple[Side, Side]], args: argparse.Namespace) -> int:
         write_merged(args.merged_junit, [("baseline", b) for b, _ in pairs] + [("candidate", c) for _, c in pairs])
     deliver(comparisons, args.formats or ["md"], args.out)
     statuses = [c.exit_status for c in comparisons]
-    return EXIT_INVALID if EXIT_INVALID in statuses else max(statuses)
+    return ExitStatus.INVALID if ExitStatus.INVALID in statuses else max(statuses)
 
 
 def _announce(line: str) -> None:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from harness.compare import replay
 from harness.compare.bisect import smallest_polluting_set
 from harness.compare.diff import Comparison, Flaky, Regression
-from harness.record.model import BAD_OUTCOMES
+from harness.protocol import BAD_OUTCOMES, Outcome
 from harness.record.store import Side
 
 Announce = Callable[[str], None]
@@ -109,7 +109,7 @@ def _all_bad(outcomes: list[str]) -> bool:
 
 
 def _all_passed(outcomes: list[str]) -> bool:
-    return all(outcome == "passed" for outcome in outcomes)
+    return all(outcome == Outcome.PASSED for outcome in outcomes)
 
 
 def _tally(outcomes: list[str]) -> str:

@@ -21,10 +21,11 @@ from dataclasses import dataclass, field
 from harness.compare import identity, replay, validity
 from harness.compare.classify import classify, exception_type
 from harness.compare.validity import Allowances
-from harness.record.model import BAD_OUTCOMES, FileRecord, TestResult
+from harness.exits import ExitStatus
+from harness.protocol import BAD_OUTCOMES, Outcome
+from harness.record.model import FileRecord, TestResult
 from harness.record.store import Side
 
-EXIT_OK, EXIT_REGRESSIONS, EXIT_INVALID, EXIT_USAGE = 0, 1, 2, 3
 MAX_DETAIL = 500  # characters of failure message kept per regression in reports
 
 
@@ -102,8 +103,8 @@ class Comparison:
     @property
     def exit_status(self) -> int:
         if not self.valid:
-            return EXIT_INVALID
-        return EXIT_REGRESSIONS if self.regressions else EXIT_OK
+            return ExitStatus.INVALID
+        return ExitStatus.REGRESSIONS if self.regressions else ExitStatus.OK
 
 
 def compare(baseline: Side, candidate: Side, allow: Allowances = Allowances()) -> Comparison:
@@ -115,13 +116,13 @@ def compare(baseline: Side, candidate: Side, allow: Allowances = Allowances()) -
     flaky: list[Flaky] = []
     for key, old in before.items():
         new = after.get(key)
-        if old.outcome != "passed":
+        if old.outcome != Outcome.PASSED:
             continue
         if new is not None and new.outcome in BAD_OUTCOMES:
             found = _regression(key, old, new.outcome, new.message, new.replay)
         elif new is None and old.module in crashed_files:
             command = replay.command(prefixes[old.module], [old.nodeid]) if old.module in prefixes and old.nodeid else ""
-            found = _regression(key, old, "crashed", f"not run: {crashed_files[old.module]}", command)
+            found = _regression(key, old, Outcome.CRASHED, f"not run: {crashed_files[old.module]}", command)
         else:
             continue
         if _failed_before(old):
@@ -139,7 +140,7 @@ def compare(baseline: Side, candidate: Side, allow: Allowances = Allowances()) -
         notes=tuple(_notes(baseline, candidate) + validity.allowance_notes(baseline, candidate, allow)),
         regressions=tuple(sorted(regressions, key=lambda r: r.test)),
         fixes=tuple(sorted(k for k, new in after.items()
-                           if new.outcome == "passed" and k in before and before[k].outcome in BAD_OUTCOMES)),
+                           if new.outcome == Outcome.PASSED and k in before and before[k].outcome in BAD_OUTCOMES)),
         new=tuple(sorted(set(after) - set(before))),
         missing=tuple(sorted(set(before) - set(after) - regressed)),
         modules=tuple(_modules(before, after, candidate, regressions)),
@@ -161,7 +162,7 @@ def _flaky_passes(before: dict[str, TestResult], after: dict[str, TestResult], k
     rerun = {key for side in (before, after) for key, result in side.items() if result.attempts} - known
     for key in sorted(rerun):
         for role, result in (("candidate", after.get(key)), ("baseline", before.get(key))):
-            if result is not None and result.outcome == "passed" and _failed_before(result):
+            if result is not None and result.outcome == Outcome.PASSED and _failed_before(result):
                 old, new = before.get(key), after.get(key)
                 found.append(Flaky(key, result.module, old.outcome if old else "absent", new.outcome if new else "absent",
                                    f"the {role} passed only on a rerun ({', '.join(result.attempts)})", result.replay))
@@ -170,11 +171,11 @@ def _flaky_passes(before: dict[str, TestResult], after: dict[str, TestResult], k
 
 
 def _skip_change(old: TestResult, new: TestResult) -> str | None:
-    return _first_line(new.message or old.message) if (old.outcome == "skipped") != (new.outcome == "skipped") else None
+    return _first_line(new.message or old.message) if (old.outcome == Outcome.SKIPPED) != (new.outcome == Outcome.SKIPPED) else None
 
 
 def _xfail_drift(old: TestResult, new: TestResult) -> str | None:
-    return _first_line(new.message or old.message) if {old.outcome, new.outcome} == {"xfailed", "xpassed"} else None
+    return _first_line(new.message or old.message) if {old.outcome, new.outcome} == {Outcome.XFAILED, Outcome.XPASSED} else None
 
 
 def _failure_change(old: TestResult, new: TestResult) -> str | None:
@@ -193,7 +194,7 @@ def _changes(before: dict[str, TestResult], after: dict[str, TestResult]) -> dic
     found: dict[str, list[Change]] = {kind: [] for kind, _ in _CHANGE_KINDS}
     for key in sorted(before.keys() & after.keys()):
         old, new = before[key], after[key]
-        if old.outcome == new.outcome == "passed":
+        if old.outcome == new.outcome == Outcome.PASSED:
             continue
         for kind, moved in _CHANGE_KINDS:
             detail = moved(old, new)

@@ -3,7 +3,7 @@
 Every harness JUnit test carries `replay`: `cd DIR && env ... PYTHON -bb -X faulthandler -m pytest
 -p harness.run.plugin NODEID`. Dropping the node id gives the file's prefix (the suite's
 `replay_prefix`); appending several node ids reruns them in that order in one process. The
-harness plugin in that process writes its events to HARNESS_EVENTS, which says what became of
+harness plugin in that process writes its event stream, which says what became of
 the test of interest: a `result`, or a `start` with no result (the process died: crashed).
 """
 
@@ -17,6 +17,8 @@ import subprocess
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
+
+from harness.protocol import Env, Event, Outcome
 
 NOT_RUN = "not run"  # the process never started the test: a wrong node id, a collection error, an earlier crash
 
@@ -35,8 +37,8 @@ def outcome(prefix: str, nodeids: Sequence[str], target: str, timeout: float) ->
     """Run `nodeids` in order in one fresh process; the outcome of `target` among them."""
     with tempfile.TemporaryDirectory(prefix="harness-replay-") as folder:
         events = Path(folder) / "events.jsonl"
-        env = {key: value for key, value in os.environ.items() if key != "HARNESS_DESELECT"}
-        env["HARNESS_EVENTS"] = str(events)
+        env = {key: value for key, value in os.environ.items() if key != Env.DESELECT}
+        env[Env.EVENTS] = str(events)
         process = subprocess.Popen(["/bin/sh", "-c", command(prefix, nodeids)], env=env, stdin=subprocess.DEVNULL,
                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         try:
@@ -44,7 +46,7 @@ def outcome(prefix: str, nodeids: Sequence[str], target: str, timeout: float) ->
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
-            return "timeout" if _target_outcome(events, target) == "crashed" else NOT_RUN
+            return Outcome.TIMEOUT if _target_outcome(events, target) == Outcome.CRASHED else NOT_RUN
         return _target_outcome(events, target)
 
 
@@ -59,8 +61,8 @@ def _target_outcome(events: Path, target: str) -> str:
             continue  # a line cut short by the process dying
         if event.get("nodeid") != target:
             continue
-        if event.get("event") == "start":
-            found = "crashed"
-        elif event.get("event") == "result":
+        if event.get("event") == Event.START:
+            found = Outcome.CRASHED
+        elif event.get("event") == Event.RESULT:
             found = str(event.get("outcome"))
     return found

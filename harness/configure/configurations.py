@@ -12,12 +12,11 @@ from pathlib import Path
 
 from harness.configure.yamlfile import Section, load_section
 from harness.errors import HarnessError
+from harness.protocol import DEFAULT_THRESHOLD, Activation, JitMode, Request
 
 SHIPPED = Path(__file__).with_name("data") / "configurations.yaml"
-DEFAULT_THRESHOLD = 1000
-
-JIT_MODES = {"absent": "absent", "off": "off", "on": "on"}
-ACTIVATIONS = {"after-collection": "after-collection", "startup": "startup"}
+JIT_MODES = {mode.value: mode for mode in JitMode}
+ACTIVATIONS = {activation.value: activation for activation in Activation}
 _CONFIG_KEYS = {"description", "python", "venv", "packages", "env", "jit", "threshold", "activation",
                 "compile_disengage"}
 _TOP_KEYS = {"torch", "shared_packages", "baseline", "configurations"}
@@ -38,6 +37,11 @@ class Configuration:
     activation: str = "after-collection"
     compile_disengage: bool = False
     origin: str = ""  # "file:line" of the definition, for errors found later (e.g. no interpreter)
+
+    @property
+    def request(self) -> Request:
+        """What this configuration asks of every test process."""
+        return Request(JitMode(self.jit), self.threshold, Activation(self.activation), self.compile_disengage)
 
     @property
     def python_is_path(self) -> bool:

@@ -27,10 +27,10 @@ from dataclasses import dataclass
 import pyperf
 from pyperf._utils import is_significant, tdist95conf_level
 
+from harness.exits import ExitStatus
 from harness.perf.record import PerfSide
 
 FASTER, SLOWER, SAME, WITHHELD, MISSING = "faster", "slower", "not significant", "withheld", "missing"
-EXIT_OK, EXIT_INVALID = 0, 2
 MIN_PROCESSES = 2  # a variance needs two processes per side
 
 
@@ -205,7 +205,7 @@ class PerfComparison:
 
     @property
     def exit_status(self) -> int:
-        return EXIT_OK if self.valid else EXIT_INVALID
+        return ExitStatus.OK if self.valid else ExitStatus.INVALID
 
 
 def _metadata_values(suite: pyperf.BenchmarkSuite, key: str) -> set[str]:

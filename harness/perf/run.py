@@ -26,6 +26,7 @@ import harness
 from harness.configure.configurations import Configuration
 from harness.configure.tiers import Tier
 from harness.errors import HarnessError
+from harness.exits import ExitStatus
 from harness.perf.effort import EFFORTS, Effort
 from harness.perf.record import PerfRecord, PerfRunDirectory, finished, new_run_directory
 from harness.record.fingerprint import describe_interpreter, environment_fingerprint
@@ -136,7 +137,7 @@ def execute(request: PerfRequest, announce: Callable[[str], None] = print) -> Pa
         run.write_record(finished(record, exit_status, _now()))
         raise
     except KeyboardInterrupt:
-        run.write_record(finished(record, 130, _now(), interrupted=True))
+        run.write_record(finished(record, ExitStatus.INTERRUPTED, _now(), interrupted=True))
         raise
     run.write_record(finished(record, 0, _now()))
     return run.root

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 import pyperf
 
 from harness.perf.benchmarks import Benchmark, Body, select
+from harness.protocol import Activation, JitMode, Request
 from harness.run import jit
 
 WARMUP_CALLS = 1001  # compile_after_n_calls(1000), the default threshold, compiles on call 1001
@@ -79,12 +80,12 @@ def timer(body: Body, clock: Callable[[], float]) -> Callable[[int], float]:
     return time_func
 
 
-def jit_metadata(request: jit.JitRequest, error: str | None, warm: WarmUp) -> dict[str, str | int | float]:
+def jit_metadata(request: Request, error: str | None, warm: WarmUp) -> dict[str, str | int | float]:
     """Per-worker facts the comparison needs: JIT mode, what it compiled, the warm-up, contamination."""
     state = jit.snapshot()
     metadata: dict[str, str | int | float] = {
-        "harness_jit": request.mode,
-        "harness_activation": request.activation,
+        "harness_jit": str(request.mode),
+        "harness_activation": str(request.activation),
         "harness_jit_enabled": int(state.enabled),
         "harness_jit_compiled": state.compiled,
         "harness_warmup_calls": warm.calls,
@@ -97,23 +98,23 @@ def jit_metadata(request: jit.JitRequest, error: str | None, warm: WarmUp) -> di
     problem = error or state.error
     if problem:
         metadata["harness_jit_error"] = " ".join(problem.split())
-    origin = jit.cinderx_origin() if request.mode == "absent" else None
+    origin = jit.cinderx_origin() if request.mode == JitMode.ABSENT else None
     if origin:
         metadata["harness_cinderx_origin"] = " ".join(origin.split())
     return metadata
 
 
-def prepare(benchmark: Benchmark, request: jit.JitRequest, warm: bool) -> tuple[Body, dict[str, str | int | float]]:
+def prepare(benchmark: Benchmark, request: Request, warm: bool) -> tuple[Body, dict[str, str | int | float]]:
     """In the worker that runs `benchmark`: set it up, switch the JIT on, warm up, read the JIT back.
 
     pyperf's calibration worker (it only chooses loops per value; its values are discarded) skips
     the warm-up: at threshold 1, waiting for dynamo's ~2,000 compiles costs half a minute per process.
     """
-    error = jit.apply(request) if request.activation == "startup" else None
+    error = jit.apply(request) if request.activation == Activation.STARTUP else None
     body = benchmark.setup()
-    if request.activation != "startup":  # after-collection: imports and set-up ran interpreted
+    if request.activation != Activation.STARTUP:  # after-collection: imports and set-up ran interpreted
         error = jit.apply(request)
-    if error and request.mode == "on":
+    if error and request.mode == JitMode.ON:
         sys.exit(f"harness.perf.suite: {benchmark.name}: the JIT could not be switched on: {error}")
     done = warm_up(body) if warm else WarmUp(calls=0, seconds=0.0)
     return body, jit_metadata(request, error, done)
@@ -141,7 +142,7 @@ def main() -> None:
         benchmarks = select(args.bench)
     except ValueError as error:
         sys.exit(f"harness.perf.suite: {error}")
-    request = jit.JitRequest.from_environment()
+    request = Request.from_env()
     for index, benchmark in enumerate(benchmarks):
         metadata: dict[str, object] = {"description": benchmark.description, "tags": [benchmark.tag],
                                        "harness_clock": args.clock}

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import HarnessError
+from harness.protocol import Request
 
 # Run inside the test interpreter: standard library only, no torch import (seconds saved per run).
 _DESCRIBE = r"""
@@ -42,8 +43,8 @@ print(json.dumps({
 """
 
 # Environment variables that change what tests do; recorded and folded into the fingerprint.
-_RELEVANT_PREFIXES = ("PYTHON", "CINDER", "PYTORCH", "TORCH", "CUDA", "OMP_", "MKL_", "OPENBLAS", "HARNESS_JIT",
-                      "HARNESS_THRESHOLD", "HARNESS_ACTIVATION", "HYPOTHESIS", "CI", "LD_")
+_RELEVANT_PREFIXES = ("PYTHON", "CINDER", "PYTORCH", "TORCH", "CUDA", "OMP_", "MKL_", "OPENBLAS", "HYPOTHESIS", "CI",
+                      "LD_", *Request().to_env())
 # Set by the runner to a folder of each run: recorded, they would make every run's hash differ.
 _PER_RUN = frozenset({"TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR"})
 

@@ -25,18 +25,20 @@ from defusedxml import DefusedXmlException, EntitiesForbidden, ExternalReference
 from junitparser import Error, Failure, JUnitXml, Properties, Property, Skipped, TestCase, TestSuite
 
 from harness.errors import HarnessError
+from harness.protocol import Outcome
 from harness.record.model import TestResult
 
-_RESULT_ELEMENT = {"failed": Failure, "error": Error, "crashed": Error, "timeout": Error,
-                   "skipped": Skipped, "xfailed": Skipped}
-_ELEMENT_TYPE = {"crashed": "crashed", "timeout": "timeout", "xfailed": "pytest.xfail"}
+_RESULT_ELEMENT = {Outcome.FAILED: Failure, Outcome.ERROR: Error, Outcome.CRASHED: Error, Outcome.TIMEOUT: Error,
+                   Outcome.SKIPPED: Skipped, Outcome.XFAILED: Skipped}
+_ELEMENT_TYPE = {Outcome.CRASHED: "crashed", Outcome.TIMEOUT: "timeout", Outcome.XFAILED: "pytest.xfail"}
 
 READ_CHUNK = 4 << 20  # bytes fed to the parser at once
 # Bytes of one tag still open (a name, an attribute): expat re-scans an open tag on every feed, so
 # a billion-character attribute would take minutes; no real report has a tag this long.
 MAX_TOKEN = 16 << 20
 # Surefire-style elements for earlier attempts of a rerun test, and the outcome each stands for.
-_ATTEMPT_ELEMENTS = {"rerunFailure": "failed", "flakyFailure": "failed", "rerunError": "error", "flakyError": "error"}
+_ATTEMPT_ELEMENTS = {"rerunFailure": Outcome.FAILED, "flakyFailure": Outcome.FAILED, "rerunError": Outcome.ERROR,
+                     "flakyError": Outcome.ERROR}
 RERUN_ATTEMPT = "failed: rerun (pytest's JUnit XML keeps no details of earlier attempts)"
 
 
@@ -273,12 +275,12 @@ def _seconds(value: str | None) -> float:
 def _outcome(tag: str, kind: str) -> str:
     """The outcome of a case written by another tool (no `outcome` property)."""
     if not tag:
-        return "passed"
+        return Outcome.PASSED
     if tag == "skipped":
-        return "xfailed" if "xfail" in kind else "skipped"
+        return Outcome.XFAILED if "xfail" in kind else Outcome.SKIPPED
     if tag == "failure":
-        return "failed"
-    return kind if kind in ("crashed", "timeout") else "error"
+        return Outcome.FAILED
+    return Outcome(kind) if kind in (Outcome.CRASHED, Outcome.TIMEOUT) else Outcome.ERROR
 
 
 def attempt_text(result: TestResult) -> str:
@@ -288,4 +290,4 @@ def attempt_text(result: TestResult) -> str:
 
 def _rerun_attempt_text(result: TestResult) -> str:
     """An earlier <testcase> of a rerun; pytest writes those without their failure."""
-    return RERUN_ATTEMPT if result.outcome == "passed" and not result.message else attempt_text(result)
+    return RERUN_ATTEMPT if result.outcome == Outcome.PASSED and not result.message else attempt_text(result)

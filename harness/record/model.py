@@ -12,8 +12,6 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 SCHEMA = 1
-OUTCOMES = ("passed", "failed", "error", "skipped", "xfailed", "xpassed", "crashed", "timeout")
-BAD_OUTCOMES = frozenset({"failed", "error", "crashed", "timeout"})
 
 
 @dataclass(frozen=True)

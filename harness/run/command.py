@@ -11,11 +11,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness.errors import HarnessError
+from harness.exits import ExitStatus
 
 if TYPE_CHECKING:
     from harness.configure.tiers import Tier
 
-EXIT_OK = 0
 
 
 def add_commands(commands: argparse._SubParsersAction) -> None:
@@ -78,7 +78,7 @@ def _run(args: argparse.Namespace) -> int:
         python=args.python or default_python(), command=tuple(sys.argv), jobs=args.jobs, shard=args.shard,
     )
     print(f"run directory: {execute(request)}")
-    return EXIT_OK
+    return ExitStatus.OK
 
 
 def _tier_files(tier: Tier, tests_dir: Path, stages: list[str] | None) -> list[str]:
@@ -102,7 +102,7 @@ def _resume(args: argparse.Namespace) -> int:
     record = RunDirectory(args.resume).read_record()
     configuration = load_catalog().get(record.configuration["name"]).with_threshold(record.threshold)
     print(f"run directory: {resume(args.resume, configuration, get_tier(record.tier), args.jobs)}")
-    return EXIT_OK
+    return ExitStatus.OK
 
 
 def _fetch_tests(args: argparse.Namespace) -> int:
@@ -110,11 +110,11 @@ def _fetch_tests(args: argparse.Namespace) -> int:
 
     tests = fetch_tests(args.version or installed_torch_version(), args.repo, args.cache)
     print(f"PyTorch tests at {tests}\nuse them with: --tests-dir {tests}  (or: export HARNESS_TESTS_DIR={tests})")
-    return EXIT_OK
+    return ExitStatus.OK
 
 
 def _provision(args: argparse.Namespace) -> int:
     from harness.configure.provision import ensure_python
 
     print(ensure_python(args.version))
-    return EXIT_OK
+    return ExitStatus.OK

@@ -15,9 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.protocol import SESSION_STARTS, Event, Outcome
 from harness.record.model import TestResult, junit_names
-
-SESSION_STARTS = ("session_start", "worker_start")
 
 
 @dataclass
@@ -63,20 +62,20 @@ class EventStream:
         """The test the last process started and did not finish."""
         current = None
         for event in self.last_session():
-            if event["event"] == "start":
+            if event["event"] == Event.START:
                 current = event["nodeid"]
-            elif event["event"] == "result" and event["nodeid"] == current:
+            elif event["event"] == Event.RESULT and event["nodeid"] == current:
                 current = None
         return current
 
     def last_session_finished(self) -> bool:
-        return any(event["event"] == "session_finish" for event in self.last_session())
+        return any(event["event"] == Event.SESSION_FINISH for event in self.last_session())
 
     def last_session_results(self) -> int:
-        return sum(1 for event in self.last_session() if event["event"] == "result")
+        return sum(1 for event in self.last_session() if event["event"] == Event.RESULT)
 
     def finished(self) -> set[str]:
-        return {event["nodeid"] for event in self.events if event["event"] == "result"}
+        return {event["nodeid"] for event in self.events if event["event"] == Event.RESULT}
 
 
 @dataclass(frozen=True)
@@ -101,22 +100,22 @@ def summarize(module: str, file: str, events: list[dict[str, Any]]) -> FileSumma
         if kind in SESSION_STARTS:
             sessions.append({})
             contamination = contamination or event.get("contamination")
-        elif kind == "restart":
+        elif kind == Event.RESTART:
             restart = event["mode"]
             hosts += restart == "warm"
-        elif kind == "result":
+        elif kind == Event.RESULT:
             results[event["nodeid"]] = result_from_event(module, event)
-        elif kind == "collect_error":
+        elif kind == Event.COLLECT_ERROR:
             nodeid = event["nodeid"] or file
-            results[nodeid] = result_from_event(module, {**event, "nodeid": nodeid, "outcome": "error", "duration": 0.0,
+            results[nodeid] = result_from_event(module, {**event, "nodeid": nodeid, "outcome": Outcome.ERROR, "duration": 0.0,
                                                    "message": f"collection error: {event['message']}"})
-        elif kind == "jit_applied":
+        elif kind == Event.JIT_APPLIED:
             jit_error = jit_error or event.get("error")
             if sessions:
                 sessions[-1].update(event["state"])
-        elif kind == "jit_count" and sessions:
+        elif kind == Event.JIT_COUNT and sessions:
             sessions[-1]["compiled"] = event["compiled"]
-        elif kind == "session_finish" and sessions:
+        elif kind == Event.SESSION_FINISH and sessions:
             sessions[-1].update(event["jit"])
     return FileSummary(tuple(results.values()), len(sessions) - hosts, _jit_over(sessions), jit_error, contamination,
                        restart)

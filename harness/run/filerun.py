@@ -24,11 +24,11 @@ from typing import Any
 
 from harness.configure.configurations import Configuration
 from harness.configure.tiers import Tier
+from harness.protocol import Env, Event, Outcome, Request
 from harness.record import junit
 from harness.record.model import FileRecord, TestResult
 from harness.record.store import RunDirectory
 from harness.run.events import EventStream, summarize
-from harness.run.forkserver import CONTROL_FD
 
 POLL_SECONDS = 0.2
 KILL_GRACE_SECONDS = 10  # after SIGABRT, for faulthandler to write every thread's stack
@@ -104,7 +104,7 @@ def run_file(context: FileContext, file: str, targets: list[str], on_event: Even
     stream = EventStream(context.run.events(module))
     stream.read_new()  # a resumed run continues the stream an interrupted one left
     deselect = context.run.events(module).with_suffix(".done")
-    env = {**context.env, "HARNESS_EVENTS": str(stream.path.resolve()), "HARNESS_DESELECT": str(deselect.resolve())}
+    env = {**context.env, Env.EVENTS: str(stream.path.resolve()), Env.DESELECT: str(deselect.resolve())}
     command = _command(context, file, targets)
     began = time.monotonic()
     file_deadline = began + context.tier.timeout
@@ -138,12 +138,14 @@ def run_file(context: FileContext, file: str, targets: list[str], on_event: Even
         culprit = running or f"{file}::<process>"
         # A file that fails before pytest starts (an import error at the top of a script) is an
         # import/collection error of the file; anything else that ends a process early is a crash.
-        outcome = "timeout" if ending.how.endswith("timeout") else ("crashed" if started or signal_name else "error")
-        message = f"{cause} while running {culprit}" if outcome != "error" else f"collection error: {cause} before pytest started"
-        stream.append({"event": "result", "nodeid": culprit, "outcome": outcome, "duration": 0.0,
+        outcome = (Outcome.TIMEOUT if ending.how.endswith("timeout")
+                   else Outcome.CRASHED if started or signal_name else Outcome.ERROR)
+        message = (f"{cause} while running {culprit}" if outcome != Outcome.ERROR
+                   else f"collection error: {cause} before pytest started")
+        stream.append({"event": Event.RESULT, "nodeid": culprit, "outcome": outcome, "duration": 0.0,
                        "message": message, "text": _log_tail(context.run.log(module)), "attempts": []})
         on_event(file, stream.events[-1])
-        if outcome != "error":
+        if outcome != Outcome.ERROR:
             culprits.append(f"{culprit}: {cause}")
         if ending.how == "file_timeout" or not (running or progressed):
             break
@@ -204,7 +206,7 @@ class FileProcess:
     @classmethod
     def start(cls, command: list[str], context: FileContext, env: dict[str, str], module: str) -> FileProcess:
         read, write = os.pipe()
-        env = {**env, CONTROL_FD: str(read)} if context.tier.restart == "warm" else env
+        env = {**env, Env.CONTROL_FD: str(read)} if context.tier.restart == "warm" else env
         try:
             with open(context.run.log(module), "ab") as log:
                 popen = subprocess.Popen(command, cwd=context.tests_dir, env=env, stdout=log, stderr=subprocess.STDOUT,
@@ -243,16 +245,16 @@ class FileProcess:
             ending: Ending | None = None
             for event in stream.read_new():
                 on_event(event)
-                if event["event"] == "start":
+                if event["event"] == Event.START:
                     running, started_at = event["nodeid"], time.monotonic()
-                elif event["event"] == "result":
+                elif event["event"] == Event.RESULT:
                     running = None
-                elif event["event"] == "worker_start":
+                elif event["event"] == Event.WORKER_START:
                     worker = event["pid"]
-                elif event["event"] == "worker_exit":
+                elif event["event"] == Event.WORKER_EXIT:
                     self.waiting = True
                     ending = Ending("worker_exited", event["status"])
-                elif event["event"] == "session_finish":
+                elif event["event"] == Event.SESSION_FINISH:
                     ending = Ending("session_finished", None)  # its results are final; it exits meanwhile
             if ending is not None and (ending.how == "worker_exited" or not exited):
                 return ending
@@ -283,7 +285,7 @@ class FileProcess:
                 exited = self._exited_within(POLL_SECONDS)
                 for event in stream.read_new():
                     on_event(event)
-                    if event["event"] == "worker_exit":
+                    if event["event"] == Event.WORKER_EXIT:
                         self.waiting = True
                         return Ending(how, event["status"])
                 if exited:
@@ -332,7 +334,7 @@ def _log_tail(path: Path) -> str:
 
 def _replay_prefix(context: FileContext, env: dict[str, str]) -> str:
     """The exact command (minus node ids) that reruns tests of this file alone in this configuration."""
-    names = ("HARNESS_JIT", "HARNESS_THRESHOLD", "HARNESS_ACTIVATION", "HARNESS_DISENGAGE", "PYTHONPATH",
+    names = (*Request().to_env(), "PYTHONPATH",
              "PYTORCH_PRINT_REPRO_ON_FAILURE", "PYTORCH_HYPOTHESIS_PROFILE", *context.tier.env,
              *context.configuration.env)
     assignments = " ".join(f"{name}={shlex.quote(env[name])}" for name in dict.fromkeys(names) if name in env)

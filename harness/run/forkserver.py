@@ -11,7 +11,7 @@ itself and a crash resumes in a fresh process, as PyTorch's runner would.
 Protocol with the runner (harness/run/filerun.py), through the event stream and one pipe:
 - the worker emits `worker_start`, leaves out what HARNESS_DESELECT lists, engages the JIT, runs;
 - a worker that finishes its session ends the host at once, with the worker's exit status;
-- otherwise the host emits `worker_exit` and reads one line from HARNESS_CONTROL_FD: `resume`
+- otherwise the host emits `worker_exit` and reads one line from the control descriptor: `resume`
   forks the next worker; anything else (or end of file) ends the host the way its worker ended.
 
 Standard library only: it runs inside every configuration's interpreter.
@@ -28,7 +28,7 @@ import warnings
 from collections.abc import Callable
 from typing import NoReturn
 
-CONTROL_FD = "HARNESS_CONTROL_FD"
+from harness.protocol import Env, Event
 
 _finished_fd: int | None = None  # in a worker: where to say the session finished
 
@@ -40,7 +40,7 @@ _FORK_SAFE_THREADS = {("pytest_rerunfailures", "ServerStatusDB.run_server")}
 
 def unsafe_to_fork() -> str | None:
     """Why this process must not become a fork host now (None: it may)."""
-    if CONTROL_FD not in os.environ:
+    if Env.CONTROL_FD not in os.environ:
         return "the tier asks for fresh processes"
     try:
         threads = len(os.listdir("/proc/self/task"))
@@ -61,7 +61,7 @@ def _fork_safe(thread: threading.Thread) -> bool:
 def serve(start_worker: Callable[[], None], emit: Callable[..., None]) -> None:
     """Fork workers until one finishes; returns only inside a worker, which then runs the tests."""
     global _finished_fd
-    control = os.fdopen(int(os.environ[CONTROL_FD]), "r", encoding="utf-8")
+    control = os.fdopen(int(os.environ[Env.CONTROL_FD]), "r", encoding="utf-8")
     while True:
         for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
             if stream is not None:
@@ -83,7 +83,7 @@ def serve(start_worker: Callable[[], None], emit: Callable[..., None]) -> None:
         os.close(finished_read)
         status = os.waitstatus_to_exitcode(wait_status)
         if not finished:
-            emit("worker_exit", pid=pid, status=status)
+            emit(Event.WORKER_EXIT, pid=pid, status=status)
             if control.readline().strip() == "resume":
                 continue
         _end_like(status)

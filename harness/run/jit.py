@@ -10,33 +10,14 @@ from __future__ import annotations
 import functools
 import importlib
 import importlib.util
-import os
 import sys
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from harness.protocol import JitMode, Request
+
 CINDERX_MODULES = ("cinderx", "_cinderx", "cinderjit")
-
-
-@dataclass(frozen=True)
-class JitRequest:
-    """What the runner asked of this process, passed through HARNESS_* environment variables."""
-
-    mode: str  # absent | off | on
-    threshold: int | None
-    activation: str  # after-collection | startup
-    disengage: bool = False  # pause the JIT while dynamo traces frames and installs guards
-
-    @classmethod
-    def from_environment(cls) -> JitRequest:
-        threshold = os.environ.get("HARNESS_THRESHOLD")
-        return cls(
-            mode=os.environ.get("HARNESS_JIT", "absent"),
-            threshold=int(threshold) if threshold else None,
-            activation=os.environ.get("HARNESS_ACTIVATION", "after-collection"),
-            disengage=os.environ.get("HARNESS_DISENGAGE") == "1",
-        )
 
 
 @dataclass(frozen=True)
@@ -73,21 +54,21 @@ def _jit_module() -> Any:
     return importlib.import_module("cinderx.jit")
 
 
-def apply(request: JitRequest) -> str | None:
+def apply(request: Request) -> str | None:
     """Switch the JIT as requested; return an error text when the request cannot be met."""
-    if request.mode == "absent":
+    if request.mode == JitMode.ABSENT:
         return None
     try:
         jit = _jit_module()
     except ImportError as error:
         return f"cannot import cinderx.jit: {error}"
-    if request.mode == "off":
+    if request.mode == JitMode.OFF:
         jit.disable()
         return None
     if not jit.is_available():
         return f"cinderx.jit is not available: {getattr(jit, 'get_import_error', lambda: None)()}"
     jit.enable()
-    jit.compile_after_n_calls(request.threshold if request.threshold is not None else 1000)
+    jit.compile_after_n_calls(request.effective_threshold)
     return _disengage_during_dynamo(jit) if request.disengage else None
 
 

@@ -23,6 +23,7 @@ from typing import IO, Any
 
 import pytest
 
+from harness.protocol import Activation, Env, Event, JitMode, Outcome, Request
 from harness.run import forkserver, jit
 
 MAX_TEXT = 20_000  # characters of failure text kept per test: enough to classify, bounded on disk
@@ -44,18 +45,18 @@ class Recorder:
             self.stream.flush()
 
 
-_request = jit.JitRequest.from_environment()
+_request = Request.from_env()
 _recorder = Recorder(None)
 _restart = "fresh"  # "warm" when this process forks its tests' workers, else "fresh: <why>"
 
 
 def pytest_configure(config: pytest.Config) -> None:
     global _recorder
-    path = os.environ.get("HARNESS_EVENTS")
+    path = os.environ.get(Env.EVENTS)
     _recorder = Recorder(open(path, "a", encoding="utf-8", buffering=1) if path else None)
-    contamination = jit.cinderx_origin() if _request.mode == "absent" else None
-    _recorder.emit("session_start", pid=os.getpid(), jit_request=_request.__dict__, contamination=contamination)
-    if _request.activation == "startup":
+    contamination = jit.cinderx_origin() if _request.mode == JitMode.ABSENT else None
+    _recorder.emit(Event.SESSION_START, pid=os.getpid(), jit_request=_request.__dict__, contamination=contamination)
+    if _request.activation == Activation.STARTUP:
         _switch_jit()
 
 
@@ -65,7 +66,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 def _leave_out_finished(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Leave out tests an earlier process of this file already finished (or crashed in)."""
-    path = os.environ.get("HARNESS_DESELECT")
+    path = os.environ.get(Env.DESELECT)
     if not path or not os.path.exists(path):
         return
     with open(path, encoding="utf-8") as handle:
@@ -78,16 +79,16 @@ def _leave_out_finished(config: pytest.Config, items: list[pytest.Item]) -> None
 
 def pytest_collection_finish(session: pytest.Session) -> None:
     global _restart
-    _recorder.emit("collected", count=len(session.items))
+    _recorder.emit(Event.COLLECTED, count=len(session.items))
     why_not = _why_not_warm(session)
     _restart = f"fresh: {why_not}" if why_not else "warm"
-    _recorder.emit("restart", mode=_restart)
-    if why_not and _request.activation != "startup":
+    _recorder.emit(Event.RESTART, mode=_restart)
+    if why_not and _request.activation != Activation.STARTUP:
         _switch_jit()  # a warm host leaves the JIT off: each worker engages it after the fork
 
 
 def _why_not_warm(session: pytest.Session) -> str | None:
-    if _request.activation == "startup":
+    if _request.activation == Activation.STARTUP:
         return "the JIT is on before collection (activation: startup)"
     if session.testsfailed:
         return "collection failed"
@@ -107,7 +108,7 @@ def pytest_runtestloop(session: pytest.Session) -> None:
 
 
 def _start_worker(session: pytest.Session) -> None:
-    _recorder.emit("worker_start", pid=os.getpid())
+    _recorder.emit(Event.WORKER_START, pid=os.getpid())
     capture = session.config.pluginmanager.getplugin("capturemanager")
     if capture is not None and capture.is_globally_capturing():
         capture.read_global_capture()  # drop what a dead worker wrote into the shared capture file
@@ -117,29 +118,29 @@ def _start_worker(session: pytest.Session) -> None:
 
 def _switch_jit() -> None:
     error = jit.apply(_request)
-    _recorder.emit("jit_applied", error=error, state=jit.snapshot().as_dict())
+    _recorder.emit(Event.JIT_APPLIED, error=error, state=jit.snapshot().as_dict())
 
 
 def pytest_collectreport(report: pytest.CollectReport) -> None:
     if report.failed:
-        _recorder.emit("collect_error", nodeid=report.nodeid, message=_first_line(report),
+        _recorder.emit(Event.COLLECT_ERROR, nodeid=report.nodeid, message=_first_line(report),
                        text=report.longreprtext[-MAX_TEXT:])
 
 
 def _fresh_result() -> dict[str, Any]:
-    return {"outcome": "passed", "duration": 0.0, "message": "", "text": ""}
+    return {"outcome": Outcome.PASSED, "duration": 0.0, "message": "", "text": ""}
 
 
 def pytest_runtest_logstart(nodeid: str, location: tuple[str, int | None, str]) -> None:
     _recorder.outcomes[nodeid] = _fresh_result()
-    _recorder.emit("start", nodeid=nodeid)
+    _recorder.emit(Event.START, nodeid=nodeid)
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     result = _recorder.outcomes.setdefault(report.nodeid, _fresh_result())
     result["duration"] += report.duration
     outcome = _phase_outcome(report)
-    if outcome is not None and _RANK[outcome] > _RANK[result["outcome"]]:
+    if outcome is not None and outcome.rank > result["outcome"].rank:
         result["outcome"] = outcome
         result["message"] = _first_line(report)
         result["text"] = report.longreprtext[-MAX_TEXT:]
@@ -150,15 +151,15 @@ def pytest_runtest_logfinish(nodeid: str, location: tuple[str, int | None, str])
     flakefinder) carries its earlier attempts, oldest first, and the last attempt decides."""
     result = _recorder.outcomes.pop(nodeid)
     earlier = _recorder.attempts.setdefault(nodeid, [])
-    _recorder.emit("result", nodeid=nodeid, attempts=list(earlier), **result)
+    _recorder.emit(Event.RESULT, nodeid=nodeid, attempts=list(earlier), **result)
     earlier.append(f"{result['outcome']}: {result['message']}".rstrip(": "))
-    if _request.mode != "absent" and time.monotonic() - _recorder.last_jit_count > JIT_COUNT_INTERVAL:
+    if _request.mode != JitMode.ABSENT and time.monotonic() - _recorder.last_jit_count > JIT_COUNT_INTERVAL:
         _recorder.last_jit_count = time.monotonic()
-        _recorder.emit("jit_count", compiled=jit.compiled_now())
+        _recorder.emit(Event.JIT_COUNT, compiled=jit.compiled_now())
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    _recorder.emit("session_finish", exitstatus=int(exitstatus), jit=jit.snapshot().as_dict())
+    _recorder.emit(Event.SESSION_FINISH, exitstatus=int(exitstatus), jit=jit.snapshot().as_dict())
 
 
 @pytest.hookimpl(trylast=True)
@@ -166,22 +167,19 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     forkserver.worker_finished()
 
 
-# Which outcome wins when phases disagree: a failing teardown turns a pass into an error.
-_RANK = {"passed": 0, "xpassed": 1, "skipped": 2, "xfailed": 3, "failed": 4, "error": 5}
-
-
-def _phase_outcome(report: pytest.TestReport) -> str | None:
+def _phase_outcome(report: pytest.TestReport) -> Outcome | None:
+    """One phase's outcome; the highest-ranked phase decides (a failing teardown makes a pass an error)."""
     xfail = hasattr(report, "wasxfail")
     if report.when == "call":
         if report.passed:
-            return "xpassed" if xfail else "passed"
+            return Outcome.XPASSED if xfail else Outcome.PASSED
         if report.skipped:
-            return "xfailed" if xfail else "skipped"
-        return "failed"
+            return Outcome.XFAILED if xfail else Outcome.SKIPPED
+        return Outcome.FAILED
     if report.failed:
-        return "error"
+        return Outcome.ERROR
     if report.skipped:
-        return "xfailed" if xfail else "skipped"
+        return Outcome.XFAILED if xfail else Outcome.SKIPPED
     return None
 
 

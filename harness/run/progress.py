@@ -12,8 +12,10 @@ from harness.record.model import FileRecord
 if TYPE_CHECKING:
     from rich.progress import Progress
 
-FAILURES = frozenset({"failed", "error"})
-CRASHES = frozenset({"crashed", "timeout"})
+from harness.protocol import Event, Outcome
+
+FAILURES = frozenset({Outcome.FAILED, Outcome.ERROR})
+CRASHES = frozenset({Outcome.CRASHED, Outcome.TIMEOUT})
 
 
 class RunProgress:
@@ -47,7 +49,7 @@ class RunProgress:
             self._live.stop()
 
     def event(self, file: str, event: dict[str, Any]) -> None:
-        if event["event"] != "result":
+        if event["event"] != Event.RESULT:
             return
         with self._lock:
             self.tests += 1

@@ -194,10 +194,7 @@ def child_environment(config: Configuration, tier: Tier, run: RunDirectory) -> d
         "TRITON_CACHE_DIR": str((run.cache / "triton").resolve()),
         **tier.env,
         **config.env,
-        "HARNESS_JIT": config.jit,
-        "HARNESS_THRESHOLD": "" if config.threshold is None else str(config.threshold),
-        "HARNESS_ACTIVATION": config.activation,
-        "HARNESS_DISENGAGE": "1" if config.compile_disengage else "",
+        **config.request.to_env(),
     })
     # The plugin must be importable by any interpreter, venv or not: the harness comes first.
     env["PYTHONPATH"] = os.pathsep.join([str(HARNESS_ROOT), *filter(None, env.get("PYTHONPATH", "").split(os.pathsep))])

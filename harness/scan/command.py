@@ -12,12 +12,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness.errors import HarnessError
+from harness.exits import ExitStatus
 from harness.scan.catalog import CATALOG
 
 if TYPE_CHECKING:
     from harness.scan.models import BuiltModel
 
-EXIT_OK = 0
 DEFAULT_MAX_CASES = 400  # keeps a manifest reviewable and its eager run well under a minute
 DEFAULT_INPUT_HIGH = 10
 MANIFEST_FOLDER = "op_manifests"  # where committed manifests live, relative to the repository root
@@ -68,7 +68,7 @@ def _scan(args: argparse.Namespace) -> int:
     if args.list_models:
         for entry in CATALOG.values():
             print(f"{entry.name}: {entry.model_class} ({entry.summary})")
-        return EXIT_OK
+        return ExitStatus.OK
     if args.model and (args.input_shape or args.input_dtype):
         raise HarnessError("--input-shape and --input-dtype go with --module; built-in models bring their inputs")
     if args.max_cases < 1:
@@ -104,7 +104,7 @@ def _scan(args: argparse.Namespace) -> int:
     for line in summary_lines(scan):
         print(line)
     print(f"wrote {output}")
-    return EXIT_OK
+    return ExitStatus.OK
 
 
 def _build(args: argparse.Namespace) -> BuiltModel:

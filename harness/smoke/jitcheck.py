@@ -7,26 +7,27 @@ configurations the same tests run interpreted and `require_compiled` checks noth
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from typing import Any
 
+from harness.protocol import JitMode, Request
 from harness.run import jit
+
+REQUEST = Request.from_env()
 
 
 def jit_on() -> bool:
-    return os.environ.get("HARNESS_JIT") == "on"
+    return REQUEST.mode == JitMode.ON
 
 
 def jit_disengaged() -> bool:
     """True in configurations that pause the JIT while torch.compile traces (compile_disengage)."""
-    return os.environ.get("HARNESS_DISENGAGE") == "1"
+    return REQUEST.disengage
 
 
 def hot_calls() -> int:
     """Calls after which the JIT has compiled a function: it compiles on call threshold + 1."""
-    threshold = os.environ.get("HARNESS_THRESHOLD") or "1000"
-    return int(threshold) + 2
+    return REQUEST.effective_threshold + 2
 
 
 def make_hot(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
@@ -42,4 +43,4 @@ def require_compiled(*functions: Callable[..., Any]) -> None:
     if not jit_on():
         return
     missing = [f.__qualname__ for f in functions if not jit.is_compiled(f)]
-    assert not missing, f"JIT on (threshold {os.environ.get('HARNESS_THRESHOLD')}) but not compiled: {missing}"
+    assert not missing, f"JIT on (threshold {REQUEST.effective_threshold}) but not compiled: {missing}"

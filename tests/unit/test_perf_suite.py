@@ -14,7 +14,7 @@ from harness.configure.configurations import Configuration
 from harness.perf import benchmarks, suite
 from harness.perf.effort import EFFORTS, Effort
 from harness.perf.run import inherited_names
-from harness.run.jit import JitRequest
+from harness.protocol import Activation, JitMode, Request
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -71,7 +71,7 @@ def test_cpu_clock_ignores_time_spent_waiting():
 
 
 def test_jit_metadata_of_a_stock_worker_says_absent_and_compiled_nothing():
-    metadata = suite.jit_metadata(JitRequest(mode="absent", threshold=None, activation="after-collection"), None,
+    metadata = suite.jit_metadata(Request(JitMode.ABSENT, None, Activation.AFTER_COLLECTION), None,
                                   suite.WarmUp(calls=1001, seconds=0.2))
     assert metadata["harness_jit"] == "absent" and metadata["harness_jit_compiled"] == 0
     assert metadata["harness_warmup_calls"] == 1001
@@ -80,7 +80,7 @@ def test_jit_metadata_of_a_stock_worker_says_absent_and_compiled_nothing():
 
 
 def test_a_jit_error_is_recorded_on_one_line():
-    metadata = suite.jit_metadata(JitRequest(mode="on", threshold=1, activation="startup"), "cannot import\ncinderx",
+    metadata = suite.jit_metadata(Request(JitMode.ON, 1, Activation.STARTUP), "cannot import\ncinderx",
                                   suite.WarmUp(calls=2, seconds=0.1))
     assert metadata["harness_jit_error"] == "cannot import cinderx" and metadata["harness_threshold"] == 1
 

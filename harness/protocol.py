@@ -1,0 +1,112 @@
+"""The contract between the runner and its test processes: one owner for every name both sides use.
+
+The runner starts test processes (and replay, confirmation and perf processes) with a `Request`
+in `HARNESS_*` environment variables; the pytest plugin inside them reads it back with the same
+type and streams `Event`s, one JSON object per line, naming each test's `Outcome`. Defaults both
+sides must agree on live here too.
+
+Standard library only: the plugin imports this inside every configuration's interpreter.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+
+DEFAULT_THRESHOLD = 1000  # calls before the JIT compiles a function, when a configuration names none
+
+
+class Env(StrEnum):
+    """Environment variables the runner sets for its test processes."""
+
+    JIT = "HARNESS_JIT"  # absent | off | on
+    THRESHOLD = "HARNESS_THRESHOLD"
+    ACTIVATION = "HARNESS_ACTIVATION"  # after-collection | startup
+    DISENGAGE = "HARNESS_DISENGAGE"  # "1": pause the JIT while dynamo traces
+    EVENTS = "HARNESS_EVENTS"  # the JSON-lines event stream of one file
+    DESELECT = "HARNESS_DESELECT"  # node ids, one per line, that an earlier process finished
+    CONTROL_FD = "HARNESS_CONTROL_FD"  # a warm host reads `resume` commands from this descriptor
+
+
+class JitMode(StrEnum):
+    ABSENT = "absent"  # CinderX must be impossible to import
+    OFF = "off"  # CinderX loaded, JIT disabled
+    ON = "on"
+
+
+class Activation(StrEnum):
+    AFTER_COLLECTION = "after-collection"
+    STARTUP = "startup"
+
+
+class Event(StrEnum):
+    """The kinds of line in an event stream (`{"event": <kind>, "time": ..., ...}`)."""
+
+    SESSION_START = "session_start"  # a test process started pytest
+    WORKER_START = "worker_start"  # a warm host forked a worker to run the tests
+    WORKER_EXIT = "worker_exit"  # a worker died before its session finished; the host waits
+    COLLECTED = "collected"
+    RESTART = "restart"  # how this process would resume after a crash: "warm" or "fresh: <why>"
+    JIT_APPLIED = "jit_applied"  # the JIT request was applied; its state read back
+    JIT_COUNT = "jit_count"  # compiled functions so far (periodic, so a crash keeps a recent count)
+    COLLECT_ERROR = "collect_error"
+    START = "start"  # a test started
+    RESULT = "result"  # a test's final outcome
+    SESSION_FINISH = "session_finish"  # every result is written; the JIT's final state
+
+
+SESSION_STARTS = frozenset({Event.SESSION_START, Event.WORKER_START})
+
+
+class Outcome(StrEnum):
+    """What became of one test. Ranked: when a test's phases disagree, the higher rank wins."""
+
+    PASSED = "passed"
+    XPASSED = "xpassed"
+    SKIPPED = "skipped"
+    XFAILED = "xfailed"
+    FAILED = "failed"
+    ERROR = "error"
+    CRASHED = "crashed"  # its process died while it ran
+    TIMEOUT = "timeout"  # it ran past the tier's per-test or per-file limit
+
+    @property
+    def rank(self) -> int:
+        return _RANK[self]
+
+    @property
+    def bad(self) -> bool:
+        """Counts against the test: a passing baseline test with this outcome is a regression."""
+        return self in BAD_OUTCOMES
+
+
+_RANK = {outcome: rank for rank, outcome in enumerate(Outcome)}
+OUTCOMES = tuple(Outcome)
+BAD_OUTCOMES = frozenset({Outcome.FAILED, Outcome.ERROR, Outcome.CRASHED, Outcome.TIMEOUT})
+
+
+@dataclass(frozen=True)
+class Request:
+    """What the runner asks of a test process: how to set the JIT, and where to write events."""
+
+    mode: JitMode = JitMode.ABSENT
+    threshold: int | None = None
+    activation: Activation = Activation.AFTER_COLLECTION
+    disengage: bool = False  # pause the JIT while dynamo traces frames and installs guards
+
+    @property
+    def effective_threshold(self) -> int:
+        return DEFAULT_THRESHOLD if self.threshold is None else self.threshold
+
+    def to_env(self) -> dict[str, str]:
+        return {Env.JIT: self.mode, Env.THRESHOLD: "" if self.threshold is None else str(self.threshold),
+                Env.ACTIVATION: self.activation, Env.DISENGAGE: "1" if self.disengage else ""}
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] = os.environ) -> Request:
+        threshold = env.get(Env.THRESHOLD)
+        return cls(mode=JitMode(env.get(Env.JIT) or JitMode.ABSENT), threshold=int(threshold) if threshold else None,
+                   activation=Activation(env.get(Env.ACTIVATION) or Activation.AFTER_COLLECTION),
+                   disengage=env.get(Env.DISENGAGE) == "1")
