@@ -28,6 +28,7 @@ class Env(StrEnum):
     EVENTS = "HARNESS_EVENTS"  # the JSON-lines event stream of one file
     DESELECT = "HARNESS_DESELECT"  # node ids, one per line, that an earlier process finished
     CONTROL_FD = "HARNESS_CONTROL_FD"  # a warm host reads `resume` commands from this descriptor
+    ENTRIES = "HARNESS_ENTRIES"  # comma-separated database entries the bundled torch suites instantiate
 
 
 class JitMode(StrEnum):

@@ -1,0 +1,136 @@
+"""The bodies of PyTorch's generic OpInfo checks, shared by the modules that run them on different
+databases (`op_db` in p1/test_ops_consistency.py and p1/test_ops_gradients.py;
+`autograd_function_db` and `custom_op_db` in p1/test_function_db.py).
+
+Each function makes the check PyTorch's test of the same name makes (`test/test_ops.py`,
+`test/test_ops_gradients.py`), written in our own code against the OpInfo API; the modules keep
+PyTorch's class and test names so the OpInfos' own decorations apply.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from torch.testing._internal.common_utils import TestCase, TestGradients, clone_input_helper, noncontiguous_like
+
+
+def noncontiguous_samples(case: TestCase, device: str, dtype: torch.dtype, op) -> None:
+    """test_noncontiguous_samples: each sample as given and as a non-contiguous copy agree, in the
+    outputs and (where the op supports backward in the dtype) in the inputs' gradients."""
+    with_grad = dtype in op.supported_backward_dtypes(torch.device(device).type)
+    for sample in op.sample_inputs(device, dtype, requires_grad=with_grad):
+        strided = sample.noncontiguous()
+        expected = op(sample.input, *sample.args, **sample.kwargs)
+        actual = op(strided.input, *strided.args, **strided.kwargs)
+        case.assertEqual(actual, expected)
+        if with_grad:
+            _compare_gradients(case, sample, strided, expected, actual)
+
+
+def _compare_gradients(case: TestCase, sample, strided, expected, actual) -> None:
+    expected = _differentiable(sample.output_process_fn_grad(expected))
+    actual = _differentiable(strided.output_process_fn_grad(actual))
+    if not expected:
+        return  # a scalar or a non-tensor result: nothing to differentiate
+    grad_outputs = [torch.randn_like(t) for t in expected]
+    inputs, strided_inputs = _positional_tensors(sample), _positional_tensors(strided)
+    case.assertEqual(len(inputs), len(strided_inputs))
+    want = torch.autograd.grad(expected, inputs, grad_outputs, allow_unused=True)
+    got = torch.autograd.grad(actual, strided_inputs, [noncontiguous_like(g) for g in grad_outputs],
+                              allow_unused=True)
+    for index, (w, g) in enumerate(zip(want, got)):
+        case.assertEqual(g, w, msg=f"gradient of input {index}: contiguous and non-contiguous differ")
+
+
+def _positional_tensors(sample) -> list[torch.Tensor]:
+    """The sample's input (or inputs) and positional arguments that require grad."""
+    first = [sample.input] if isinstance(sample.input, torch.Tensor) else list(sample.input)
+    return [t for t in (*first, *sample.args) if isinstance(t, torch.Tensor) and t.requires_grad]
+
+
+def _differentiable(output) -> list[torch.Tensor]:
+    if isinstance(output, torch.Tensor):
+        return [output]
+    if isinstance(output, Sequence):
+        return [t for t in output if isinstance(t, torch.Tensor) and t.requires_grad]
+    return []
+
+
+def variant_consistency_eager(case: TestCase, device: str, dtype: torch.dtype, op) -> None:
+    """test_variant_consistency_eager: the method, in-place, operator and in-place operator variants
+    and every alias give the function's output and first-input gradient; in-place variants refuse
+    samples that would broadcast their input and return their input's storage."""
+    in_place = [op.inplace_variant, op.inplace_operator_variant]
+    variants = [op.method_variant, op.inplace_variant, op.operator_variant, op.inplace_operator_variant]
+    for alias in op.aliases:
+        variants += [alias.op, alias.method_variant, alias.inplace_variant]
+        in_place.append(alias.inplace_variant)
+    in_place = [v for v in in_place if v is not None]
+    variants = [v for v in variants if v is not None]
+    operators = [v for v in (op.operator_variant, op.inplace_operator_variant) if v is not None]
+    with_grad = dtype in op.supported_backward_dtypes(torch.device(device).type)
+    samples = list(op.sample_inputs(device, dtype, requires_grad=with_grad))
+    for sample in samples:
+        _check_variants(case, op, sample, variants, in_place, operators, with_grad)
+    for sample in samples:
+        if not sample.broadcasts_input:
+            _check_in_place_storage(case, op, sample, in_place, operators)
+
+
+def _first(inputs) -> torch.Tensor:
+    return inputs if isinstance(inputs, torch.Tensor) else inputs[0]
+
+
+def _scalar(output: torch.Tensor) -> torch.Tensor:
+    total = output.sum()
+    return total.abs() if total.dtype.is_complex else total
+
+
+def _check_variants(case, op, sample, variants, in_place, operators, with_grad) -> None:
+    first = _first(sample.input)
+    process = sample.output_process_fn_grad or (lambda output: output)
+    first.grad = None
+    expected = op(sample.input, *sample.args, **sample.kwargs)
+    dtype_changes = isinstance(expected, torch.Tensor) and expected.dtype is not first.dtype
+    expected_grad = None
+    if with_grad and isinstance(expected, torch.Tensor):
+        _scalar(process(expected)).backward()
+        expected_grad = first.grad
+    for variant in variants:
+        if variant in in_place and dtype_changes:
+            continue
+        if variant in operators and sample.kwargs:
+            continue  # operators take no keyword arguments
+        first.grad = None
+        given = clone_input_helper(sample.input) if variant in in_place else sample.input
+        if variant in in_place and sample.broadcasts_input:
+            with case.assertRaises(RuntimeError, msg="an in-place variant resized its input"):
+                variant(given, *sample.args, **sample.kwargs)
+            continue
+        result = variant(given, *sample.args, **sample.kwargs)
+        case.assertEqual(result, expected)
+        if expected_grad is not None and (variant not in in_place or op.supports_inplace_autograd):
+            _scalar(process(result)).backward()
+            case.assertEqual(first.grad, expected_grad)
+
+
+def _check_in_place_storage(case, op, sample, in_place, operators) -> None:
+    expected = op(sample.input, *sample.args, **sample.kwargs)
+    if isinstance(expected, torch.Tensor) and expected.dtype is not _first(sample.input).dtype:
+        return
+    for variant in in_place:
+        if variant in operators and sample.kwargs:
+            continue
+        given = clone_input_helper(sample.input)
+        result = variant(given, *sample.args, **sample.kwargs)
+        case.assertIsInstance(result, torch.Tensor, "an in-place variant returned a non-tensor")
+        case.assertEqual(result.data_ptr(), _first(given).data_ptr(), atol=0, rtol=0)
+
+
+def fn_grad(case: TestGradients, device: str, dtype: torch.dtype, op) -> None:
+    """test_fn_grad: gradcheck of the op's function variant on every sample, through PyTorch's own
+    TestGradients helper (which applies the op's gradcheck settings)."""
+    if dtype not in op.supported_backward_dtypes(torch.device(device).type):
+        case.skipTest("Skipped! Dtype is not in supported backward dtypes!")
+    case._grad_test_helper(device, dtype, op, op.get_op())

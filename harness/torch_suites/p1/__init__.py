@@ -1,0 +1,1 @@
+"""Tier P1: PyTorch's generic op, module, optimizer and nn checks, CPU only."""

@@ -1,0 +1,1 @@
+"""Tier P2: PyTorch's distributed (gloo) and RPC (TensorPipe) suites, CPU and loopback only."""
