@@ -1,0 +1,86 @@
+"""The bundled torch suites, collected for real with this interpreter's torch: the catalog names
+what each module covers, HARNESS_ENTRIES narrows collection to exactly the named entries, and a
+module collects the same tests run as a script (`--use-pytest`) as under `python -m pytest`.
+
+Collection only: running the suites is the tiers' job. One process per question keeps this file
+to a few `import torch`s (about half a minute on two cores).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.protocol import Env
+
+pytestmark = pytest.mark.integration
+ROOT = Path(__file__).resolve().parents[2]
+P1 = "harness/torch_suites/p1"
+P2 = "harness/torch_suites/p2"
+
+
+def run(*args: str, entries: str | None = None) -> subprocess.CompletedProcess[str]:
+    env = {key: value for key, value in os.environ.items() if key != Env.ENTRIES}
+    if entries is not None:
+        env[Env.ENTRIES] = entries
+    return subprocess.run([sys.executable, "-bb", *args], cwd=ROOT, env=env, capture_output=True, text=True)
+
+
+def node_ids(done: subprocess.CompletedProcess[str]) -> set[str]:
+    return {line for line in done.stdout.splitlines() if "::" in line}
+
+
+@pytest.fixture(scope="module")
+def catalog() -> dict[str, list[str]]:
+    done = run("-m", "harness.torch_suites.catalog")
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout)
+
+
+def test_catalog_lists_every_bundled_module_with_the_entries_it_covers(catalog):
+    assert set(catalog) == {path.relative_to(ROOT).as_posix() for path in ROOT.glob("harness/torch_suites/p[12]/test_*.py")}
+    assert {"add", "div", "div.floor_rounding"} <= set(catalog[f"{P1}/test_ops_consistency.py"])
+    assert "nn.Linear" in catalog[f"{P1}/test_module_db.py"] and "nn.Linear" in catalog[f"{P1}/test_nn_common.py"]
+    assert "Adam" in catalog[f"{P1}/test_optim_db.py"]
+    assert catalog[f"{P1}/test_fx_pass_manager.py"] == ["TestPassManager"]
+    assert all(catalog[f"{P2}/test_rpc_{index}.py"] == ["RpcTest"] for index in (1, 2, 3, 4))
+    assert catalog[f"{P2}/test_distributed_gloo_1.py"] == ["DistributedTest"]
+
+
+def test_entries_narrow_collection_to_exactly_the_named_entries():
+    files = [f"{P1}/test_ops_consistency.py", f"{P1}/test_module_db.py", f"{P1}/test_ops_reference.py",
+             f"{P2}/test_rpc_modules.py"]
+    done = run("-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *files,
+               entries="add, nn.Linear,ParameterServerTest")
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    consistency, module_db = f"{P1}/test_ops_consistency.py::TestCommonCPU", f"{P1}/test_module_db.py::TestModuleCPU"
+    assert node_ids(done) == {
+        f"{consistency}::test_noncontiguous_samples_add_cpu_float32",
+        f"{consistency}::test_variant_consistency_eager_add_cpu_float32",
+        *(f"{module_db}::{test}_nn_Linear_cpu_float32" for test in
+          ("test_forward", "test_repr", "test_pickle", "test_non_contiguous_tensors")),
+        f"{module_db}::test_grad_nn_Linear_cpu_float64",
+        f"{P1}/test_ops_reference.py::TestBinaryUfuncsCPU::test_reference_numerics_add_cpu_float32",
+        f"{P2}/test_rpc_modules.py::TensorPipeParameterServerTest::test_batch_updating_parameter_server",
+    }
+
+
+def test_a_module_without_the_named_entries_collects_nothing_and_fails_nothing():
+    done = run("-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", f"{P1}/test_optim_db.py",
+               entries="nn.Linear")
+    assert done.returncode == 5, done.stdout[-3000:]  # pytest's "no tests collected", not an error
+    assert node_ids(done) == set()
+
+
+def test_script_mode_collects_what_pytest_collects():
+    file = f"{P1}/test_nn_common.py"
+    as_script = run(file, "--use-pytest", "--collect-only", "-q", "-p", "no:cacheprovider", entries="nn.Linear")
+    under_pytest = run("-m", "pytest", file, "--collect-only", "-q", "-p", "no:cacheprovider", entries="nn.Linear")
+    assert as_script.returncode == under_pytest.returncode == 0, as_script.stdout[-2000:] + as_script.stderr[-2000:]
+    assert node_ids(as_script) == node_ids(under_pytest) == {
+        f"{file}::TestNN::test_Linear", f"{file}::TestNN::test_Linear_no_batch_dim", f"{file}::TestNN::test_Linear_no_bias"}
