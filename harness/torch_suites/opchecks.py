@@ -12,7 +12,34 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import torch
-from torch.testing._internal.common_utils import TestCase, TestGradients, clone_input_helper, noncontiguous_like
+from torch.testing._internal.common_device_type import ops
+from torch.testing._internal.common_utils import (
+    TestCase,
+    TestGradients,
+    clone_input_helper,
+    noncontiguous_like,
+    suppress_warnings,
+)
+
+
+def common_tests(chosen: list, module_name: str) -> type[TestCase]:
+    """PyTorch's `TestCommon` with test_noncontiguous_samples and test_variant_consistency_eager
+    over the `chosen` OpInfos in float32, to be instantiated in the module `module_name`."""
+
+    class TestCommon(TestCase):
+        exact_dtype = True
+
+        @suppress_warnings
+        @ops(chosen, allowed_dtypes=(torch.float32,))
+        def test_noncontiguous_samples(self, device, dtype, op):
+            noncontiguous_samples(self, device, dtype, op)
+
+        @ops(chosen, allowed_dtypes=(torch.float32,))
+        def test_variant_consistency_eager(self, device, dtype, op):
+            variant_consistency_eager(self, device, dtype, op)
+
+    TestCommon.__module__, TestCommon.__qualname__ = module_name, "TestCommon"
+    return TestCommon
 
 
 def noncontiguous_samples(case: TestCase, device: str, dtype: torch.dtype, op) -> None:

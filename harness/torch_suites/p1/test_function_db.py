@@ -19,7 +19,7 @@ check and 6 without it, all by design, so its gradients are not checked here.
 import torch
 from torch.testing._internal.autograd_function_db import autograd_function_db
 from torch.testing._internal.common_device_type import OpDTypes, ops
-from torch.testing._internal.common_utils import TestCase, TestGradients, run_tests, suppress_warnings
+from torch.testing._internal.common_utils import TestGradients, run_tests
 from torch.testing._internal.custom_op_db import custom_op_db
 
 from harness.torch_suites import opchecks
@@ -28,19 +28,7 @@ from harness.torch_suites.entries import instantiate_cpu_tests, op_entries
 ENTRIES = op_entries([*autograd_function_db, *custom_op_db])
 OPS = ENTRIES.chosen()
 CUSTOM_OPS = [op for op in OPS if op in custom_op_db]
-
-
-class TestCommon(TestCase):
-    exact_dtype = True
-
-    @suppress_warnings
-    @ops(OPS, allowed_dtypes=(torch.float32,))
-    def test_noncontiguous_samples(self, device, dtype, op):
-        opchecks.noncontiguous_samples(self, device, dtype, op)
-
-    @ops(OPS, allowed_dtypes=(torch.float32,))
-    def test_variant_consistency_eager(self, device, dtype, op):
-        opchecks.variant_consistency_eager(self, device, dtype, op)
+TestCommon = opchecks.common_tests(OPS, __name__)
 
 
 class TestBwdGradients(TestGradients):

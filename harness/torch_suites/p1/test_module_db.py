@@ -47,6 +47,16 @@ def _forwards(module_info, device, dtype, training, requires_grad):
     return [one for one in inputs if one.forward_input is not None]
 
 
+def _forward_runs(module_info, device, dtype, training):
+    """(module input, module, args, kwargs, output) for each module input with a forward input,
+    built and run with the RNG state frozen; it stays frozen while the caller checks the module."""
+    for module_input in _forwards(module_info, device, dtype, training, requires_grad=False):
+        with freeze_rng_state():
+            module = _build(module_input, module_info, device, dtype, training)
+            args, kwargs = module_input.forward_input.args, module_input.forward_input.kwargs
+            yield module_input, module, args, kwargs, module(*args, **kwargs)
+
+
 def _strided(value):
     """A non-contiguous copy of every tensor of more than zero dimensions (same values)."""
     def one(t):
@@ -91,16 +101,12 @@ class TestModule(TestCase):
 
     @modules(MODULES, allowed_dtypes=(torch.float32,))
     def test_forward(self, device, dtype, module_info, training):
-        for module_input in _forwards(module_info, device, dtype, training, requires_grad=False):
-            with freeze_rng_state():
-                module = _build(module_input, module_info, device, dtype, training)
-                args, kwargs = module_input.forward_input.args, module_input.forward_input.kwargs
-                outputs = module(*args, **kwargs)
-                if module_input.reference_fn is not None:
-                    self.assertEqual(outputs, module_input.reference_fn(module, *args, **kwargs))
-                module.float()
-                module(*args, **kwargs)
-                self._assert_placed(module, device, dtype)
+        for module_input, module, args, kwargs, outputs in _forward_runs(module_info, device, dtype, training):
+            if module_input.reference_fn is not None:
+                self.assertEqual(outputs, module_input.reference_fn(module, *args, **kwargs))
+            module.float()
+            module(*args, **kwargs)
+            self._assert_placed(module, device, dtype)
 
     @modules(MODULES, allowed_dtypes=(torch.float32,))
     def test_repr(self, device, dtype, module_info, training):
@@ -113,16 +119,12 @@ class TestModule(TestCase):
 
     @modules(MODULES, allowed_dtypes=(torch.float32,))
     def test_pickle(self, device, dtype, module_info, training):
-        for module_input in _forwards(module_info, device, dtype, training, requires_grad=False):
-            with freeze_rng_state():
-                module = _build(module_input, module_info, device, dtype, training)
-                args, kwargs = module_input.forward_input.args, module_input.forward_input.kwargs
-                output = module(*args, **kwargs)
-                buffer = io.BytesIO()
-                torch.save(module, buffer)
-                buffer.seek(0)
-                copy = torch.load(buffer, weights_only=False)
-                self.assertEqual(copy(*args, **kwargs), output)
+        for _module_input, module, args, kwargs, output in _forward_runs(module_info, device, dtype, training):
+            buffer = io.BytesIO()
+            torch.save(module, buffer)
+            buffer.seek(0)
+            copy = torch.load(buffer, weights_only=False)
+            self.assertEqual(copy(*args, **kwargs), output)
 
     @modules(MODULES, allowed_dtypes=(torch.float32,))
     def test_non_contiguous_tensors(self, device, dtype, module_info, training):

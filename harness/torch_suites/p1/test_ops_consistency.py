@@ -1,8 +1,8 @@
 """PyTorch's generic op checks on `op_db`: contiguous against non-contiguous samples, and the
 method, in-place and operator variants against the function (CPU, float32).
 
-Both checks are the ones PyTorch's `test/test_ops.py` makes under the same names (bodies in
-`harness/torch_suites/opchecks.py`), so the test class is named `TestCommon` and the tests
+Both checks are the ones PyTorch's `test/test_ops.py` makes under the same names (class and bodies
+in `harness/torch_suites/opchecks.py`), so the test class is named `TestCommon` and the tests
 `test_noncontiguous_samples` / `test_variant_consistency_eager`: the skips, expected failures and
 tolerance overrides that each OpInfo carries for those names (`DecorateInfo`) apply as they do in
 PyTorch's own run.
@@ -17,31 +17,15 @@ PyTorch's own run.
   storage. PyTorch also runs complex64; we run float32.
 """
 
-import torch
-from torch.testing._internal.common_device_type import ops
 from torch.testing._internal.common_methods_invocations import op_db
-from torch.testing._internal.common_utils import TestCase, run_tests, suppress_warnings
+from torch.testing._internal.common_utils import run_tests
 
 from harness.torch_suites import opchecks
 from harness.torch_suites.entries import instantiate_cpu_tests, op_entries
 
 ENTRIES = op_entries(op_db)
 OPS = ENTRIES.chosen()
-
-
-class TestCommon(TestCase):
-    exact_dtype = True
-
-    @suppress_warnings
-    @ops(OPS, allowed_dtypes=(torch.float32,))
-    def test_noncontiguous_samples(self, device, dtype, op):
-        opchecks.noncontiguous_samples(self, device, dtype, op)
-
-    @ops(OPS, allowed_dtypes=(torch.float32,))
-    def test_variant_consistency_eager(self, device, dtype, op):
-        opchecks.variant_consistency_eager(self, device, dtype, op)
-
-
+TestCommon = opchecks.common_tests(OPS, __name__)
 instantiate_cpu_tests(TestCommon, globals(), OPS)
 
 if __name__ == "__main__":
