@@ -20,10 +20,10 @@ from torch.testing._internal.common_utils import find_free_port
 
 from harness.torch_suites.entries import Entries
 
-# What PyTorch's test/run_test.py gives test_distributed_spawn.py for gloo, set only where the
-# environment says nothing (a spawned worker inherits its parent's values, port included).
-# WORLD_SIZE 2: two worker processes per test on two cores (tests that need 3 ranks skip).
-DISTRIBUTED_DEFAULTS = {"BACKEND": "gloo", "WORLD_SIZE": "2"}
+# What PyTorch's test/run_test.py gives test_distributed_spawn.py for gloo on a machine without two
+# GPUs, set only where the environment says nothing (a spawned worker inherits its parent's
+# values, port included). With WORLD_SIZE 2 the group tests skip ("small world size").
+DISTRIBUTED_DEFAULTS = {"BACKEND": "gloo", "WORLD_SIZE": "3"}
 
 
 @dataclass(frozen=True)
