@@ -1,12 +1,13 @@
-"""PyTorch's RPC suites `DistAutogradTest`, `TensorPipeAgentDistAutogradTest` on the TensorPipe agent, as
-`rpc_utils.generate_tests` builds them, shard 2 of 2 (harness/torch_suites/spawned.py)."""
+"""PyTorch's RPC suites `DistAutogradTest` and `TensorPipeAgentDistAutogradTest` on the
+TensorPipe agent, as `rpc_utils.generate_tests` builds them, shard 2 of 3
+(harness/torch_suites/spawned.py)."""
 
 from torch.testing._internal.common_utils import run_tests
 
 from harness.torch_suites import spawned
 
 ENTRIES = spawned.suite_entries(spawned.rpc_suites(("DistAutogradTest", "TensorPipeAgentDistAutogradTest")))
-globals().update(spawned.rpc_classes(ENTRIES.chosen(), spawned.Shard(2, 2), __name__))
+globals().update(spawned.rpc_classes(ENTRIES.chosen(), spawned.Shard(2, 3), __name__))
 
 if __name__ == "__main__":
     run_tests()
