@@ -28,6 +28,8 @@ class Env(StrEnum):
     EVENTS = "HARNESS_EVENTS"  # the JSON-lines event stream of one file
     DESELECT = "HARNESS_DESELECT"  # node ids, one per line, that an earlier process finished
     CONTROL_FD = "HARNESS_CONTROL_FD"  # a warm host reads `resume` commands from this descriptor
+    PROCESS_REPORTS = "HARNESS_PROCESS_REPORTS"  # folder where each descendant process reports its JIT
+    SELECT = "HARNESS_SELECT"  # a rerun host: the file naming the node ids its next worker runs (see forkserver)
 
 
 class JitMode(StrEnum):
@@ -55,6 +57,8 @@ class Event(StrEnum):
     START = "start"  # a test started
     RESULT = "result"  # a test's final outcome
     SESSION_FINISH = "session_finish"  # every result is written; the JIT's final state
+    CHILD_START = "child_start"  # the test process started a multiprocessing child (pid)
+    CHILD_EXIT = "child_exit"  # that child ended (its exit status: negative for a signal)
 
 
 SESSION_STARTS = frozenset({Event.SESSION_START, Event.WORKER_START})

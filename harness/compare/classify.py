@@ -11,14 +11,20 @@ _SIGNAL = re.compile(r"\bSIG[A-Z]+\b")
 _EXIT = re.compile(r"exit status (-?\d+)")
 _NUMERIC = re.compile(r"not close|Mismatched elements|Greatest (?:absolute|relative) difference|allclose", re.I)
 _INFRASTRUCTURE = re.compile(r"^(?:collection error|(?:E\s+)?(?:ImportError|ModuleNotFoundError)\b)")
+# A test that tried the network on a machine without it (name resolution, refused or unreachable
+# connections, downloads): what it is, not a numerics or logic failure of the configuration.
+_NETWORK = re.compile(r"Name or service not known|Temporary failure in name resolution|nodename nor servname|"
+                      r"getaddrinfo failed|Network is unreachable|No route to host|URLError|gaierror|"
+                      r"Failed to establish a new connection|Max retries exceeded with url", re.I)
 _EXCEPTION = re.compile(r"^(?:E\s+)?([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning))\b")
 
 CRASH, TIMEOUT, INFRASTRUCTURE, NUMERICS = "crash", "timeout", "infrastructure (collection or import)", "numerics beyond tolerance"
+NETWORK = "network (no network access)"
 
 
 def classify(outcome: str, message: str) -> str:
-    """`crash (SIGSEGV)`, `timeout`, `infrastructure (collection or import)`,
-    `numerics beyond tolerance`, `exception (TypeError)`, or the bare outcome."""
+    """`crash (SIGSEGV)`, `timeout`, `infrastructure (collection or import)`, `network (no network
+    access)`, `numerics beyond tolerance`, `exception (TypeError)`, or the bare outcome."""
     text = message.strip()
     if outcome == "crashed":
         signal_name = _SIGNAL.search(text)
@@ -30,6 +36,8 @@ def classify(outcome: str, message: str) -> str:
         return TIMEOUT
     if _INFRASTRUCTURE.match(text):
         return INFRASTRUCTURE
+    if _NETWORK.search(text):
+        return NETWORK
     if _NUMERIC.search(text):
         return NUMERICS
     exception = _EXCEPTION.match(text)

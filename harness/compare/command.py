@@ -45,6 +45,9 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                               "(and bisect earlier tests when it passes alone); what does not reproduce is flaky")
         sub.add_argument("--confirm-timeout", type=_positive, default=DEFAULT_CONFIRM_TIMEOUT, metavar="SECONDS",
                          help=f"time limit of one rerun process (default: {DEFAULT_CONFIRM_TIMEOUT})")
+        sub.add_argument("--confirm-restart", choices=("warm", "fresh"), default="warm",
+                         help="warm (default): each rerun in a fork of a process that has collected the file, "
+                              "where that is safe; fresh: each rerun in a new process")
         sub.add_argument("--allow-interpreter-mismatch", action="store_true",
                          help="compare runs of different interpreter versions (the report says so)")
         sub.add_argument("--merged-junit", type=Path, metavar="PATH",
@@ -109,7 +112,7 @@ def _report(pairs: list[tuple[Side, Side]], args: argparse.Namespace) -> int:
     for baseline, candidate in pairs:
         comparison = compare(baseline, candidate, allow)
         if args.confirm and comparison.valid and comparison.regressions:
-            comparison = confirm(comparison, candidate, Reruns(args.confirm, args.confirm_timeout), _announce)
+            comparison = confirm(comparison, candidate, Reruns(args.confirm, args.confirm_timeout, args.confirm_restart), _announce)
         comparisons.append(comparison)
     if args.merged_junit:
         write_merged(args.merged_junit, [("baseline", b) for b, _ in pairs] + [("candidate", c) for _, c in pairs])

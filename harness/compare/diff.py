@@ -254,7 +254,7 @@ def _modules(baseline: dict[str, TestResult], candidate_results: dict[str, TestR
     rows = []
     for module in sorted(set(before) | set(after) | set(files)):
         record: FileRecord | None = files.get(module)
-        compiled = record.jit.get("compiled") if record and record.jit else None
+        compiled = record.compiled if record and record.jit else None
         rows.append(ModuleRow(module, before.get(module, {}), after.get(module, {}),
                               compiled if jit_on else None, per_module[module],
                               vacuous=bool(jit_on and record and record.vacuous)))

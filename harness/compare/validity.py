@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from harness.record.model import RunRecord
+from harness.record.model import Descendants, RunRecord
 from harness.record.store import Side
 
 
@@ -121,6 +121,8 @@ def _shard_problems(side: Side) -> list[str]:
 
 def _jit_problems(record: RunRecord) -> list[str]:
     errors = sorted({f.jit_error for f in record.files if f.jit_error})
+    errors.extend(f"{f.file}: {problem}" for f in record.files if f.descendants
+                  for problem in Descendants(**f.descendants).problems)
     if record.files and record.compiled == 0:
         errors.append(f"vacuous: the JIT was on but compiled 0 functions in {len(record.files)} files")
     return errors

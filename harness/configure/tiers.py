@@ -15,10 +15,13 @@ from harness.errors import HarnessError
 
 SHIPPED = Path(__file__).with_name("data") / "tiers.yaml"
 HARNESS_ROOT = Path(__file__).resolve().parents[2]
-SOURCES = {"harness": "harness", "pytorch": "pytorch"}
+TORCH_SUITES = HARNESS_ROOT / "harness" / "torch_suites"  # the harness's modules of PyTorch's suites inside torch
+SOURCES = {"harness": "harness", "pytorch": "pytorch"}  # and "torch": a tier's bundled part (see Tier.located)
 REQUIREMENTS = {"cuda": "cuda"}
 _TIER_KEYS = {"description", "source", "files", "exclude", "timeout", "test_timeout", "env", "pytest_args",
-              "requires", "stages", "per_model", "entry", "restart"}
+              "requires", "stages", "per_model", "entry", "restart", "bundled"}
+# What a tier's `bundled` part may say: how to run the harness's own modules of PyTorch's suites.
+_BUNDLED_KEYS = {"description", "files", "exclude", "timeout", "test_timeout", "env", "pytest_args", "entry", "restart"}
 ENTRIES = {"pytest": "pytest", "script": "script"}
 RESTARTS = {"warm": "warm", "fresh": "fresh"}
 
@@ -40,18 +43,23 @@ class Tier:
     stages: dict[str, tuple[str, ...]] = field(default_factory=dict)
     entry: str = "pytest"  # pytest: `python -m pytest FILE`; script: `python FILE --use-pytest`, as PyTorch's CI
     restart: str = "warm"  # after a crash: warm (fork of the collected process, when safe) or fresh (new interpreter)
+    bundled: Tier | None = None  # without a PyTorch checkout: the suites that ship inside torch (source "torch")
 
-    def tests_dir(self, override: Path | None) -> Path:
-        """Where this tier's files live: the harness itself, or a PyTorch `test/` folder."""
+    def located(self, override: Path | None) -> tuple[Tier, Path]:
+        """This tier as it runs here, and where its files live: the harness itself, a PyTorch
+        checkout's `test/` (--tests-dir, HARNESS_TESTS_DIR), or, without a checkout, the harness's
+        modules of PyTorch's suites that ship inside the installed torch (the `bundled` part)."""
         if override is not None:
-            return override
+            return self, override
         if self.source == "harness":
-            return HARNESS_ROOT
+            return self, HARNESS_ROOT
         from_env = os.environ.get("HARNESS_TESTS_DIR")
-        if not from_env:
-            raise HarnessError(f"tier '{self.name}' runs PyTorch's own test files: pass --tests-dir "
-                               "(a PyTorch checkout's test/ folder) or set HARNESS_TESTS_DIR")
-        return Path(from_env)
+        if from_env:
+            return self, Path(from_env)
+        if self.bundled is not None:
+            return self.bundled, HARNESS_ROOT
+        raise HarnessError(f"tier '{self.name}' runs PyTorch's own test files: pass --tests-dir "
+                           "(a PyTorch checkout's test/ folder) or set HARNESS_TESTS_DIR")
 
     def discover(self, tests_dir: Path) -> list[str]:
         """Test files of this tier under `tests_dir`, relative and sorted, excludes removed."""
@@ -111,7 +119,7 @@ def _tier(name: str, section: Section) -> Tier:
     timeout = _positive(section, name, "timeout", 3600)
     test_timeout = _positive(section, name, "test_timeout", min(600, timeout))
     requires = section.choice("requires", REQUIREMENTS, "") if section.has("requires") else None
-    return Tier(
+    tier = Tier(
         name=name,
         source=section.choice("source", SOURCES, "pytorch"),
         files=section.strings("files"),
@@ -125,6 +133,24 @@ def _tier(name: str, section: Section) -> Tier:
         stages=_stages(section, name),
         entry=section.choice("entry", ENTRIES, "pytest"),
         restart=section.choice("restart", RESTARTS, "warm"),
+    )
+    return replace(tier, bundled=_bundled(tier, section.child("bundled", f"tier '{name}': 'bundled'"))) \
+        if section.has("bundled") else tier
+
+
+def _bundled(tier: Tier, section: Section) -> Tier:
+    """The tier run from the harness's modules of PyTorch's suites inside torch: the tier's own
+    settings, with what `bundled` says instead (its env adds to the tier's)."""
+    section.check_keys(_BUNDLED_KEYS)
+    section.require("files")
+    timeout = _positive(section, tier.name, "timeout", tier.timeout)
+    return replace(
+        tier, source="torch", files=section.strings("files"), exclude=section.strings("exclude"),
+        description=section.scalar("description", str, tier.description), timeout=timeout,
+        test_timeout=_positive(section, tier.name, "test_timeout", min(tier.test_timeout, timeout)),
+        env={**tier.env, **section.string_map("env")}, pytest_args=section.strings("pytest_args") or tier.pytest_args,
+        entry=section.choice("entry", ENTRIES, tier.entry), restart=section.choice("restart", RESTARTS, tier.restart),
+        stages={},
     )
 
 

@@ -31,6 +31,18 @@ def origin(name):
     except (ImportError, ValueError):
         return None
     return spec.origin if spec else None
+def torch_git():
+    import ast, os
+    found = origin("torch")
+    try:
+        with open(os.path.join(os.path.dirname(found), "version.py"), encoding="utf-8") as handle:
+            tree = ast.parse(handle.read())
+    except (OSError, TypeError, SyntaxError):
+        return None
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == ["git_version"]:
+            return node.value.value if isinstance(node.value, ast.Constant) else None
+    return None
 print(json.dumps({
     "path": sys.executable,
     "version": platform.python_version(),
@@ -39,6 +51,7 @@ print(json.dumps({
     "in_venv": sys.prefix != sys.base_prefix,
     "versions": {name: version(name) for name in ("torch", "cinderx", "pytest", "numpy")},
     "cinderx_origin": origin("cinderx") or origin("_cinderx") or origin("cinderjit"),
+    "torch_git": torch_git(),
 }))
 """
 
@@ -90,15 +103,19 @@ def _cpu_model() -> str:
 MAX_SIBLING_BYTES = 5 * 2**20  # sibling data files (manifests, helpers) count; large artefacts do not
 
 
-def sources_identity(tests_dir: Path, files: list[str]) -> dict[str, Any]:
-    """A content hash of the files run, the files beside them (helpers, manifests) and the
-    conftest.py files above them, plus a git commit if any."""
-    digest = hashlib.sha256()
-    for relative in sorted(set(files) | _conftests(tests_dir, files) | _siblings(tests_dir, files)):
+def sources_identity(tests_dir: Path, files: list[str], origin: dict[str, Any] | None = None,
+                     support: list[str] | None = None) -> dict[str, Any]:
+    """A content hash of the files run, the files beside them (helpers, manifests), the conftest.py
+    files above them and `support` files, plus a git commit if any. `origin` says where tests come
+    from when that is not the files alone (PyTorch's suites inside torch: which torch); it is hashed too."""
+    digest = hashlib.sha256(json.dumps(origin, sort_keys=True).encode())
+    hashed = set(files) | set(support or ()) | _conftests(tests_dir, files) | _siblings(tests_dir, files)
+    for relative in sorted(hashed):
         digest.update(relative.encode() + b"\0" + (tests_dir / relative).read_bytes() + b"\0")
     commit = subprocess.run(["git", "-C", str(tests_dir), "rev-parse", "HEAD"], capture_output=True, text=True)
-    return {"hash": digest.hexdigest()[:16], "files": len(files),
-            "commit": commit.stdout.strip() if commit.returncode == 0 else None}
+    identity = {"hash": digest.hexdigest()[:16], "files": len(files),
+                "commit": commit.stdout.strip() if commit.returncode == 0 else None}
+    return {**identity, "origin": origin} if origin else identity
 
 
 def _siblings(tests_dir: Path, files: list[str]) -> set[str]:

@@ -61,11 +61,45 @@ class FileRecord:
     culprit: str | None = None
     processes: int = 1  # more than 1 when the file was resumed in a new process after a crash or hang
     restart: str | None = None  # how it resumes: "warm" (a fork of the collected process) or "fresh: <why>"
+    descendants: dict[str, Any] | None = None  # Descendants.as_dict(): the JIT in processes the tests started
+
+    @property
+    def compiled(self) -> int:
+        """Functions the JIT compiled for this file: in its test processes and in the processes they started."""
+        own = self.jit.get("compiled", 0) if self.jit else 0
+        return own + (self.descendants.get("compiled", 0) if self.descendants else 0)
 
     @property
     def vacuous(self) -> bool:
         """A JIT file whose JIT compiled nothing: its passes prove nothing about the JIT."""
-        return self.jit is not None and self.jit.get("compiled", 0) == 0
+        return self.jit is not None and self.compiled == 0
+
+
+@dataclass(frozen=True)
+class Descendants:
+    """The processes a file's tests started (multiprocessing workers, subprocesses) and whether
+    each ran under the JIT request of its configuration, as it reported when it ended."""
+
+    started: int  # multiprocessing children the test processes announced
+    reported: int  # descendants that reported (their own children included)
+    as_requested: int  # of those, the JIT was as the configuration asked (on: enabled; off: loaded, disabled)
+    compiled: int  # functions they compiled themselves (code inherited through fork not counted)
+    without_jit: tuple[str, ...] = ()  # "pid argv: state" of descendants whose JIT was not as asked
+    unreported: tuple[str, ...] = ()  # "pid: exit status N" of children that ended normally, unreported
+    killed: int = 0  # children ended by a signal before they could report
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @property
+    def problems(self) -> list[str]:
+        """Worker processes that ran without the JIT, or that never proved they had it."""
+        found = [f"{len(self.without_jit)} of {self.reported} worker processes ran without the JIT "
+                 f"({'; '.join(self.without_jit[:3])})"] if self.without_jit else []
+        if self.unreported:
+            found.append(f"{len(self.unreported)} of {self.started} worker processes ended without reporting "
+                         f"their JIT state ({'; '.join(self.unreported[:3])})")
+        return found
 
 
 @dataclass(frozen=True)
@@ -97,7 +131,7 @@ class RunRecord:
 
     @property
     def compiled(self) -> int:
-        return sum(f.jit.get("compiled", 0) for f in self.files if f.jit)
+        return sum(f.compiled for f in self.files)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

@@ -6,6 +6,7 @@
         junit/<module>.xml                     one JUnit XML per test file, every test in it
         events/<module>.jsonl                  the plugin's live stream (start/outcome per test)
         logs/<module>.log                      stdout and stderr of the test process(es)
+        processes/<module>/<pid>.json          the JIT state of each process the tests started
         cache/                                 pytest, inductor and triton caches of this run
 """
 
@@ -68,12 +69,16 @@ class RunDirectory:
     def log(self, module: str) -> Path:
         return self.root / "logs" / f"{module}.log"
 
+    def processes(self, module: str) -> Path:
+        """Where the processes a file's tests started report their JIT state, one file each."""
+        return self.root / "processes" / module
+
     @property
     def cache(self) -> Path:
         return self.root / "cache"
 
     def create(self) -> None:
-        for part in ("junit", "events", "logs", "cache"):
+        for part in ("junit", "events", "logs", "processes", "cache"):
             (self.root / part).mkdir(parents=True, exist_ok=True)
 
     def write_record(self, record: RunRecord) -> None:

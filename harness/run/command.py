@@ -63,8 +63,8 @@ def _run(args: argparse.Namespace) -> int:
     if not args.config or not args.tier:
         raise HarnessError("run needs --config and --tier (or --resume RUN_DIR)")
     configuration = load_catalog().get(args.config).with_threshold(args.threshold)
-    tier = get_tier(args.tier)
-    tests_dir = tier.tests_dir(args.tests_dir).resolve()
+    tier, tests_dir = get_tier(args.tier).located(args.tests_dir)
+    tests_dir = tests_dir.resolve()
     targets = tuple(args.select) if args.select else tuple(_tier_files(tier, tests_dir, args.stage))
     if args.shard:
         index, count = parse_shard(args.shard)

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.protocol import SESSION_STARTS, Event, Outcome
-from harness.record.model import TestResult, junit_names
+from harness.protocol import SESSION_STARTS, Event, JitMode, Outcome
+from harness.record.model import Descendants, TestResult, junit_names
 
 
 @dataclass
@@ -119,6 +119,51 @@ def summarize(module: str, file: str, events: list[dict[str, Any]]) -> FileSumma
             sessions[-1].update(event["jit"])
     return FileSummary(tuple(results.values()), len(sessions) - hosts, _jit_over(sessions), jit_error, contamination,
                        restart)
+
+
+def summarize_descendants(events: list[dict[str, Any]], reports: Path) -> Descendants | None:
+    """The processes the file's tests started, joined with what each reported at its end
+    (harness/run/descendant.py); None when the tests started none."""
+    states = [report for report in map(_read_report, sorted(reports.glob("*.json"))) if report is not None]
+    exits = {event["pid"]: event["status"] for event in events if event["event"] == Event.CHILD_EXIT}
+    started = [event["pid"] for event in events if event["event"] == Event.CHILD_START]
+    if not states and not started:
+        return None
+    reported = {report.get("pid") for report in states}
+    silent = [pid for pid in started if pid not in reported]
+    unreported = tuple(f"{pid}: exit status {exits.get(pid, 'unknown: still running at the end')}"
+                       for pid in silent if exits.get(pid, 0) >= 0)
+    without = tuple(f"{report.get('pid')} {' '.join(map(str, report.get('argv', [])))}: {_state_text(report)}"
+                    for report in states if not _as_requested(report))
+    compiled = sum(max(0, report["jit"].get("compiled", 0) - report.get("inherited", 0)) for report in states)
+    return Descendants(started=len(started), reported=len(states), as_requested=len(states) - len(without),
+                       compiled=compiled, without_jit=without, unreported=unreported,
+                       killed=sum(1 for pid in silent if exits.get(pid, 0) < 0))
+
+
+def _read_report(path: Path) -> dict[str, Any] | None:
+    """A descendant's report; one that cannot be read (a process killed while writing) is left out."""
+    try:
+        report = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return report if isinstance(report, dict) and isinstance(report.get("jit"), dict) else None
+
+
+def _as_requested(report: dict[str, Any]) -> bool:
+    state = report["jit"]
+    if report.get("error") or state.get("error"):
+        return False
+    if report.get("request") == JitMode.ON:
+        return bool(state.get("enabled"))
+    return bool(state.get("loaded")) and not state.get("enabled")  # off: CinderX loaded, its JIT disabled
+
+
+def _state_text(report: dict[str, Any]) -> str:
+    state = report["jit"]
+    problem = report.get("error") or state.get("error")
+    return problem or ("JIT enabled" if state.get("enabled") else "JIT not enabled" if state.get("loaded")
+                       else "CinderX not loaded")
 
 
 def _jit_over(sessions: list[dict[str, Any]]) -> dict[str, Any] | None:

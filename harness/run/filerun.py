@@ -28,7 +28,7 @@ from harness.protocol import Env, Event, Outcome, Request
 from harness.record import junit
 from harness.record.model import FileRecord, TestResult
 from harness.record.store import RunDirectory
-from harness.run.events import EventStream, summarize
+from harness.run.events import EventStream, summarize, summarize_descendants
 
 POLL_SECONDS = 0.2
 KILL_GRACE_SECONDS = 10  # after SIGABRT, for faulthandler to write every thread's stack
@@ -104,7 +104,10 @@ def run_file(context: FileContext, file: str, targets: list[str], on_event: Even
     stream = EventStream(context.run.events(module))
     stream.read_new()  # a resumed run continues the stream an interrupted one left
     deselect = context.run.events(module).with_suffix(".done")
-    env = {**context.env, Env.EVENTS: str(stream.path.resolve()), Env.DESELECT: str(deselect.resolve())}
+    reports = context.run.processes(module)
+    reports.mkdir(parents=True, exist_ok=True)
+    env = {**context.env, Env.EVENTS: str(stream.path.resolve()), Env.DESELECT: str(deselect.resolve()),
+           Env.PROCESS_REPORTS: str(reports.resolve())}
     command = _command(context, file, targets)
     began = time.monotonic()
     file_deadline = began + context.tier.timeout
@@ -162,6 +165,7 @@ def run_file(context: FileContext, file: str, targets: list[str], on_event: Even
     for result in summary.results:
         counts[result.outcome] = counts.get(result.outcome, 0) + 1
     ending = process.finish(file_deadline)
+    descendants = summarize_descendants(stream.events, reports)  # after the end: their reports are written
     if ending.how == "exit_timeout":
         culprits.append(f"{file}::<process>: did not exit within the tier's limit ({context.tier.timeout} s) "
                         "after its tests finished")
@@ -170,6 +174,7 @@ def run_file(context: FileContext, file: str, targets: list[str], on_event: Even
         duration=round(time.monotonic() - began, 3), counts=dict(sorted(counts.items())), jit=summary.jit,
         jit_error=summary.jit_error, contamination=summary.contamination,
         culprit="; ".join(culprits) or None, processes=summary.processes, restart=summary.restart,
+        descendants=descendants.as_dict() if descendants else None,
     )
     return FileOutcome(record, summary.results)
 

@@ -63,14 +63,9 @@ def serve(start_worker: Callable[[], None], emit: Callable[..., None]) -> None:
     global _finished_fd
     control = os.fdopen(int(os.environ[Env.CONTROL_FD]), "r", encoding="utf-8")
     while True:
-        for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
-            if stream is not None:
-                stream.flush()  # nothing buffered here may be written twice, by host and worker
+        _flush_streams()
         finished_read, finished_write = os.pipe()
-        with warnings.catch_warnings():
-            # Python warns on fork with any other thread alive; the only ones left are known idle.
-            warnings.simplefilter("ignore", DeprecationWarning)
-            pid = os.fork()
+        pid = _fork()
         if pid == 0:
             control.close()
             os.close(finished_read)
@@ -87,6 +82,38 @@ def serve(start_worker: Callable[[], None], emit: Callable[..., None]) -> None:
             if control.readline().strip() == "resume":
                 continue
         _end_like(status)
+
+
+def serve_reruns(start_worker: Callable[[], None], emit: Callable[..., None]) -> None:
+    """A rerun host (confirmation, bisection): one worker per `run` command, each running the node
+    ids its client wrote to the HARNESS_SELECT file, until the client says anything else or goes
+    away. Returns only inside a worker, which then runs the tests."""
+    control = os.fdopen(int(os.environ[Env.CONTROL_FD]), "r", encoding="utf-8")
+    for line in control:
+        if line.strip() != "run":
+            break
+        _flush_streams()
+        pid = _fork()
+        if pid == 0:
+            control.close()
+            start_worker()
+            return
+        _, wait_status = os.waitpid(pid, 0)
+        emit(Event.WORKER_EXIT, pid=pid, status=os.waitstatus_to_exitcode(wait_status))
+    os._exit(0)
+
+
+def _fork() -> int:
+    with warnings.catch_warnings():
+        # Python warns on fork with any other thread alive; the only ones left are known idle.
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return os.fork()
+
+
+def _flush_streams() -> None:
+    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+        if stream is not None:
+            stream.flush()  # nothing buffered here may be written twice, by host and worker
 
 
 def worker_finished() -> None:

@@ -19,12 +19,13 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Callable
 from typing import IO, Any
 
 import pytest
 
 from harness.protocol import Activation, Env, Event, JitMode, Outcome, Request
-from harness.run import forkserver, jit
+from harness.run import descendant, forkserver, jit
 
 MAX_TEXT = 20_000  # characters of failure text kept per test: enough to classify, bounded on disk
 JIT_COUNT_INTERVAL = 5.0  # seconds between compiled-function counts, so a crash keeps a recent one
@@ -38,6 +39,7 @@ class Recorder:
         self.outcomes: dict[str, dict[str, Any]] = {}
         self.attempts: dict[str, list[str]] = {}
         self.last_jit_count = time.monotonic()
+        self.children_ended: Callable[[], None] = lambda: None  # announces ended multiprocessing children
 
     def emit(self, event: str, **fields: Any) -> None:
         if self.stream is not None:
@@ -100,11 +102,17 @@ def _why_not_warm(session: pytest.Session) -> str | None:
 
 
 @pytest.hookimpl(tryfirst=True)
-def pytest_runtestloop(session: pytest.Session) -> None:
-    """In a warm host, returns only inside a forked worker, which then runs pytest's own loop."""
+def pytest_runtestloop(session: pytest.Session) -> bool | None:
+    """In a warm host, returns only inside a forked worker, which then runs pytest's own loop.
+    A rerun host that cannot fork runs nothing: its client reruns in fresh processes instead."""
+    rerun_host = Env.SELECT in os.environ
     if _restart == "warm":
         session.config.get_terminal_writer().flush()
-        forkserver.serve(lambda: _start_worker(session), _recorder.emit)
+        serve = forkserver.serve_reruns if rerun_host else forkserver.serve
+        serve(lambda: _start_worker(session), _recorder.emit)
+    elif rerun_host:
+        return True
+    return None
 
 
 def _start_worker(session: pytest.Session) -> None:
@@ -113,12 +121,26 @@ def _start_worker(session: pytest.Session) -> None:
     if capture is not None and capture.is_globally_capturing():
         capture.read_global_capture()  # drop what a dead worker wrote into the shared capture file
     _leave_out_finished(session.config, session.items)
+    _keep_selected(session.config, session.items)
     _switch_jit()
+
+
+def _keep_selected(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """In a rerun host's worker: only the node ids its client asked for, in collection order."""
+    path = os.environ.get(Env.SELECT)
+    if not path:
+        return
+    with open(path, encoding="utf-8") as handle:
+        wanted = set(handle.read().splitlines())
+    config.hook.pytest_deselected(items=[item for item in items if item.nodeid not in wanted])
+    items[:] = [item for item in items if item.nodeid in wanted]
 
 
 def _switch_jit() -> None:
     error = jit.apply(_request)
     _recorder.emit(Event.JIT_APPLIED, error=error, state=jit.snapshot().as_dict())
+    if _request.mode != JitMode.ABSENT:  # the processes the tests start get the same JIT, and prove it
+        _recorder.children_ended = descendant.engage_descendants(_recorder.emit)
 
 
 def pytest_collectreport(report: pytest.CollectReport) -> None:
@@ -153,12 +175,14 @@ def pytest_runtest_logfinish(nodeid: str, location: tuple[str, int | None, str])
     earlier = _recorder.attempts.setdefault(nodeid, [])
     _recorder.emit(Event.RESULT, nodeid=nodeid, attempts=list(earlier), **result)
     earlier.append(f"{result['outcome']}: {result['message']}".rstrip(": "))
+    _recorder.children_ended()
     if _request.mode != JitMode.ABSENT and time.monotonic() - _recorder.last_jit_count > JIT_COUNT_INTERVAL:
         _recorder.last_jit_count = time.monotonic()
         _recorder.emit(Event.JIT_COUNT, compiled=jit.compiled_now())
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    _recorder.children_ended()
     _recorder.emit(Event.SESSION_FINISH, exitstatus=int(exitstatus), jit=jit.snapshot().as_dict())
 
 

@@ -18,10 +18,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 import harness
 from harness.configure.configurations import Configuration
-from harness.configure.tiers import HARNESS_ROOT, Tier
+from harness.configure.tiers import HARNESS_ROOT, TORCH_SUITES, Tier
 from harness.errors import HarnessError
 from harness.record.fingerprint import describe_interpreter, environment_fingerprint, sources_identity
 from harness.record.model import FileRecord, RunRecord
@@ -103,7 +104,8 @@ def _first_record(request: RunRequest, run: RunDirectory, env: dict[str, str], s
         versions={**interpreter["versions"], "harness": harness.__version__, "python": interpreter["version"]},
         fingerprint=environment_fingerprint(env, interpreter),
         tests_dir=str(request.tests_dir),
-        test_sources=sources_identity(request.tests_dir, files),
+        test_sources=sources_identity(request.tests_dir, files, _origin(request.tier, interpreter),
+                                      _support_files(request)),
         started=started.isoformat(),
         command=list(request.command),
         targets=request.targets,
@@ -112,6 +114,32 @@ def _first_record(request: RunRequest, run: RunDirectory, env: dict[str, str], s
     )
     run.write_record(record)
     return record
+
+
+def _origin(tier: Tier, interpreter: dict[str, Any]) -> dict[str, Any] | None:
+    """Where a bundled tier's tests come from besides its files: the torch whose suites they run."""
+    if tier.source != "torch":
+        return None
+    return {"kind": "torch", "torch": interpreter["versions"].get("torch"), "git": interpreter.get("torch_git")}
+
+
+def _support_files(request: RunRequest) -> list[str]:
+    """Shared modules of the bundled suites (their entry filter, catalog), hashed with the test files."""
+    if request.tier.source != "torch":
+        return []
+    return sorted(path.relative_to(request.tests_dir).as_posix() for path in TORCH_SUITES.glob("*.py"))
+
+
+def sources_line(record: RunRecord) -> str:
+    """The run's first line: which tests these are, from where."""
+    sources = record.test_sources
+    origin = sources.get("origin")
+    if origin and origin.get("kind") == "torch":
+        return (f"tests: PyTorch's own suites inside the installed torch {origin.get('torch')} "
+                f"(git {str(origin.get('git'))[:12]}), run by harness/torch_suites; no PyTorch checkout given "
+                "(--tests-dir or HARNESS_TESTS_DIR runs a checkout's files)")
+    commit = f" (git {sources['commit'][:12]})" if sources.get("commit") else ""
+    return f"tests: {record.tests_dir}{commit}, {sources.get('files')} files, content {sources.get('hash')}"
 
 
 def resume(run_dir: Path, configuration: Configuration, tier: Tier, jobs: int,
@@ -158,7 +186,8 @@ def _run_files(context: FileContext, record: Future[RunRecord], pending: dict[st
         with progress, _sigterm_as_interrupt():
             for _ in range(jobs):
                 submit_next()
-            record.result()  # raises if the record cannot be made: the test processes are stopped below
+            progress.announce(sources_line(record.result()))  # raises if the record cannot be made:
+            # the test processes are stopped below
             while running:
                 done, _ = wait(running, return_when=FIRST_COMPLETED)
                 for future in done:

@@ -190,3 +190,36 @@ def test_crash_under_the_jit_resumes_warm_with_the_jit_compiling_again(tmp_path:
     workers = [e for e in events if e["event"] == "worker_start"]
     [finish] = [e for e in events if e["event"] == "session_finish"]
     assert len(workers) == 2 and finish["jit"]["enabled"] and finish["jit"]["compiled"] > 0, finish
+
+
+JIT_FIXTURES = ROOT / "tests" / "fixtures" / "jit"
+
+
+def test_workers_started_by_tests_run_under_the_jit_and_prove_it(tmp_path: Path):
+    """Multiprocessing workers (spawn, forkserver, fork) and a python subprocess each engage the JIT
+    at their start and report its real state at their end; the file's record sums them."""
+    run = run_with_cinderx("cinderx-jit", tmp_path, "--tests-dir", str(JIT_FIXTURES),
+                           "--select", "test_workers_under_jit.py")
+    [file] = RunDirectory(run).read_record().files
+    assert file.counts == {"passed": 4}, file
+    workers = file.descendants
+    assert workers["started"] == 3 and workers["reported"] >= 5, workers  # + forkserver, subprocess, helpers
+    assert workers["as_requested"] == workers["reported"] and workers["compiled"] > 0, workers
+    assert not workers["without_jit"] and not workers["unreported"], workers
+    assert file.compiled == file.jit["compiled"] + workers["compiled"]
+    reports = [json.loads(path.read_text()) for path in RunDirectory(run).processes("test_workers_under_jit").glob("*.json")]
+    assert {report["origin"] for report in reports} == {"exec", "fork"}
+    assert all(report["jit"]["enabled"] and report["jit"]["threshold"] == 1000 for report in reports), reports
+
+
+def test_a_worker_that_escapes_the_jit_makes_the_comparison_invalid(stock_smoke: Path, tmp_path: Path):
+    baseline = harness(session_python("stock-p0"), "run", "--config", "stock", "--tier", "p0", "--tests-dir",
+                       str(JIT_FIXTURES), "--select", "test_worker_escapes_jit.py", "--results", str(tmp_path / "stock"))
+    assert baseline.returncode == 0, baseline.stderr
+    candidate = run_with_cinderx("cinderx-jit", tmp_path / "jit", "--tests-dir", str(JIT_FIXTURES),
+                                 "--select", "test_worker_escapes_jit.py")
+    diff = harness(sys.executable, "diff", str(only_run(tmp_path / "stock")), str(candidate), "--format", "json")
+    assert diff.returncode == 2, diff.stdout + diff.stderr
+    problems = json.loads(diff.stdout)["problems"]
+    assert any(p.startswith("candidate: test_worker_escapes_jit.py: 1 of 1 worker processes ended without reporting")
+               for p in problems), problems

@@ -3,7 +3,7 @@
 import pytest
 
 from harness.configure.configurations import load_catalog
-from harness.configure.tiers import get_tier, load_tiers
+from harness.configure.tiers import HARNESS_ROOT, get_tier, load_tiers
 from harness.errors import HarnessError
 
 
@@ -79,10 +79,21 @@ def test_tiers_are_data_and_discover_files_with_excludes(tmp_path):
     assert set(load_tiers(user)) >= {"p0", "p1", "p2", "p3", "gpu", "mine"}
 
 
-def test_pytorch_tiers_need_a_tests_directory(monkeypatch):
+def test_pytorch_tiers_without_bundled_suites_need_a_tests_directory(monkeypatch):
     monkeypatch.delenv("HARNESS_TESTS_DIR", raising=False)
     with pytest.raises(HarnessError, match="pass --tests-dir"):
-        get_tier("p1").tests_dir(None)
+        get_tier("p3").located(None)
+
+
+def test_p1_and_p2_run_the_suites_inside_torch_without_a_checkout(monkeypatch, tmp_path):
+    monkeypatch.delenv("HARNESS_TESTS_DIR", raising=False)
+    for name in ("p1", "p2"):
+        tier, tests_dir = get_tier(name).located(None)
+        assert tier.source == "torch" and tier.name == name and tests_dir == HARNESS_ROOT
+        assert tier.files == (f"harness/torch_suites/{name}/test_*.py",) and tier.env["OMP_NUM_THREADS"] == "1"
+    monkeypatch.setenv("HARNESS_TESTS_DIR", str(tmp_path))  # a checkout wins: its files, as PyTorch's CI runs them
+    tier, tests_dir = get_tier("p1").located(None)
+    assert tier.source == "pytorch" and "test_torch.py" in tier.files and tests_dir == tmp_path
 
 
 def test_gpu_tier_carries_seed_002_environment_and_deselection():

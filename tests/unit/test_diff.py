@@ -93,3 +93,7 @@ def test_classification_hints():
     assert classify("timeout", "timed out") == "timeout"
     assert classify("error", "collection error: ImportError") == "infrastructure (collection or import)"
     assert classify("crashed", "process died with SIGBUS while running x") == "crash (SIGBUS)"
+    assert classify("failed", "urllib.error.URLError: <urlopen error [Errno -2] Name or service not known>") \
+        == "network (no network access)"
+    assert classify("error", "requests.exceptions.ConnectionError: HTTPSConnectionPool(host='x', port=443): "
+                             "Max retries exceeded with url: /a") == "network (no network access)"
