@@ -218,6 +218,9 @@ def _notes(baseline: Side, candidate: Side) -> list[str]:
         else:
             notes.extend(f"{role}: {f.file} is vacuous (JIT compiled nothing in it)"
                          for f in side.record.files if side.record.jit_mode == "on" and f.vacuous)
+        if side.record is not None and side.record.absent:
+            notes.append(f"{role}: {len(side.record.absent)} files the tier names are absent from its tests "
+                         f"directory: {', '.join(side.record.absent)}")
     return notes
 
 

@@ -60,9 +60,21 @@ def _pair_problems(baseline: Side, candidate: Side, allow: Allowances) -> list[s
             found.append(f"{what} versions differ: baseline {before.versions.get(key)}, "
                          f"candidate {after.versions.get(key)}")
     found.extend(_source_problems(baseline, candidate))
+    found.extend(_switch_problems(before, after))
     if before.tier != after.tier:
         found.append(f"tiers differ: baseline {before.tier}, candidate {after.tier}")
     return found
+
+
+def _switch_problems(before: RunRecord, after: RunRecord) -> list[str]:
+    """PyTorch's test switches (slow tests, disabled-test lists, CI mode, ...) decide which tests run
+    and how: two runs that set them differently do not run the same tests."""
+    old, new = before.fingerprint.get("pytorch_switches"), after.fingerprint.get("pytorch_switches")
+    if old is None or new is None:  # a record from before switches were recorded
+        return []
+    differing = sorted(name for name in old.keys() | new.keys() if old.get(name) != new.get(name))
+    return [f"PyTorch test switch {name} differs: baseline {old.get(name, 'unset')}, candidate {new.get(name, 'unset')}"
+            for name in differing]
 
 
 def _source_problems(baseline: Side, candidate: Side) -> list[str]:

@@ -6,6 +6,7 @@ replace the shipped ones by name.
 
 from __future__ import annotations
 
+import glob
 import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -70,6 +71,12 @@ class Tier:
             found.update(p.relative_to(tests_dir).as_posix() for p in tests_dir.glob(pattern) if p.is_file())
         excluded = {p.relative_to(tests_dir).as_posix() for pattern in self.exclude for p in tests_dir.glob(pattern)}
         return sorted(found - excluded)
+
+    def absent(self, tests_dir: Path) -> list[str]:
+        """Files this tier names one by one (not by a pattern) that `tests_dir` does not have: a
+        checkout of another PyTorch version may lack some, and a run says which."""
+        return sorted(name for name in self.files
+                      if not glob.has_magic(name) and not (tests_dir / name).is_file() and name not in self.exclude)
 
 
 def load_tiers(user_file: Path | None = None) -> dict[str, Tier]:

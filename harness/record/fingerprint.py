@@ -55,11 +55,20 @@ print(json.dumps({
 }))
 """
 
+# Caches and databases each run keeps in its own folder (run/cache/<folder>), so that no
+# configuration reuses what another built or learned: compiled kernels, C++ extensions, hypothesis
+# examples. Not in the fingerprint: they would make every run's hash differ.
+PER_RUN_FOLDERS = {"TORCHINDUCTOR_CACHE_DIR": "inductor", "TRITON_CACHE_DIR": "triton",
+                   "TORCH_EXTENSIONS_DIR": "torch_extensions", "HYPOTHESIS_STORAGE_DIRECTORY": "hypothesis"}
+# Environment variables that switch PyTorch's test framework (which tests run, how, what it reports):
+# they must be the same in both runs of a comparison (harness/compare/validity.py).
+PYTORCH_SWITCH_PREFIXES = ("PYTORCH_TEST", "PYTORCH_OPINFO", "PYTORCH_HYPOTHESIS", "PYTORCH_PRINT_REPRO")
+PYTORCH_SWITCHES = frozenset({"PYTORCH_DISABLE_RUNNING_SCRIPT_CHK", "DISABLED_TESTS_FILE", "SLOW_TESTS_FILE",
+                              "TORCH_TEST_DEVICES", "OPINFO_RESTRICT_TO_DSL", "CI", "SANDCASTLE",
+                              "CONTINUE_THROUGH_ERROR"})
 # Environment variables that change what tests do; recorded and folded into the fingerprint.
 _RELEVANT_PREFIXES = ("PYTHON", "CINDER", "PYTORCH", "TORCH", "CUDA", "OMP_", "MKL_", "OPENBLAS", "HYPOTHESIS", "CI",
-                      "LD_", *Request().to_env())
-# Set by the runner to a folder of each run: recorded, they would make every run's hash differ.
-_PER_RUN = frozenset({"TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR"})
+                      "LD_", *PYTORCH_SWITCHES, *Request().to_env())
 
 
 def describe_interpreter(python: str) -> dict[str, Any]:
@@ -76,7 +85,7 @@ def describe_interpreter(python: str) -> dict[str, Any]:
 def environment_fingerprint(env: dict[str, str], interpreter: dict[str, Any]) -> dict[str, Any]:
     """Machine and environment facts that can change results, with one hash over all of them."""
     relevant = {key: value for key, value in sorted(env.items())
-                if key.startswith(_RELEVANT_PREFIXES) and key not in _PER_RUN}
+                if key.startswith(_RELEVANT_PREFIXES) and key not in PER_RUN_FOLDERS}
     facts = {
         "platform": platform.platform(),
         "machine": platform.machine(),
@@ -87,7 +96,14 @@ def environment_fingerprint(env: dict[str, str], interpreter: dict[str, Any]) ->
         "env": relevant,
     }
     facts["hash"] = hashlib.sha256(json.dumps(facts, sort_keys=True).encode()).hexdigest()[:16]
+    facts["pytorch_switches"] = pytorch_switches(env)
     return facts
+
+
+def pytorch_switches(env: dict[str, str]) -> dict[str, str]:
+    """PyTorch's test switches as the test processes see them (unset ones left out)."""
+    return {key: value for key, value in sorted(env.items())
+            if key.startswith(PYTORCH_SWITCH_PREFIXES) or key in PYTORCH_SWITCHES}
 
 
 def _cpu_model() -> str:

@@ -123,6 +123,8 @@ class RunRecord:
     targets: tuple[str, ...] = ()  # the files or node ids this run was asked to run (a shard's share)
     shard: str | None = None  # "I/N" when the tier was split across machines
     python: str = ""  # the interpreter the test processes ran under (what --resume reuses)
+    absent: tuple[str, ...] = ()  # files the tier names that the tests directory does not have
+    entries: tuple[str, ...] = ()  # PyTorch database entries the run was narrowed to (--select NAME)
     schema: int = SCHEMA
 
     @property
@@ -144,4 +146,6 @@ class RunRecord:
         values["files"] = tuple(FileRecord(**{k: v for k, v in item.items() if k in file_fields})
                                 for item in data.get("files", ()))
         values["targets"] = tuple(values.get("targets", ()))
+        values["absent"] = tuple(values.get("absent", ()))
+        values["entries"] = tuple(values.get("entries", ()))
         return cls(**values)

@@ -14,6 +14,7 @@ from harness.errors import HarnessError
 from harness.exits import ExitStatus
 
 if TYPE_CHECKING:
+    from harness.configure.configurations import Configuration
     from harness.configure.tiers import Tier
 
 
@@ -65,7 +66,10 @@ def _run(args: argparse.Namespace) -> int:
     configuration = load_catalog().get(args.config).with_threshold(args.threshold)
     tier, tests_dir = get_tier(args.tier).located(args.tests_dir)
     tests_dir = tests_dir.resolve()
-    targets = tuple(args.select) if args.select else tuple(_tier_files(tier, tests_dir, args.stage))
+    python = args.python or default_python()
+    targets, entries = _selection(args.select, tier, tests_dir, configuration, python) if args.select \
+        else (tuple(_tier_files(tier, tests_dir, args.stage)), ())
+    absent = () if args.select or args.stage else tuple(tier.absent(tests_dir))
     if args.shard:
         index, count = parse_shard(args.shard)
         weights = run_durations(args.durations) if args.durations else size_weights(tests_dir, list(targets))
@@ -75,10 +79,28 @@ def _run(args: argparse.Namespace) -> int:
     request = RunRequest(
         configuration=configuration, tier=tier, tests_dir=tests_dir, targets=targets,
         results_root=(args.results or default_results_root()).resolve(),
-        python=args.python or default_python(), command=tuple(sys.argv), jobs=args.jobs, shard=args.shard,
+        python=python, command=tuple(sys.argv), jobs=args.jobs, shard=args.shard, absent=absent, entries=entries,
     )
     print(f"run directory: {execute(request)}")
     return ExitStatus.OK
+
+
+def _selection(selections: list[str], tier: Tier, tests_dir: Path, configuration: Configuration,
+               python: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(targets, entries): files and node ids as given; names of PyTorch test-database entries
+    (`--select add nn.Linear`) resolved, for the bundled suites, to the files that cover them."""
+    from harness.configure import entries
+    from harness.run.runner import interpreter_environment
+
+    paths = [s for s in selections if entries.is_path(s, tests_dir)]
+    names = tuple(dict.fromkeys(s for s in selections if not entries.is_path(s, tests_dir)))
+    if names and tier.source != "torch":
+        raise HarnessError(f"--select {names[0]}: not found under {tests_dir} (names of PyTorch test-database "
+                           "entries select from the suites inside torch, run without a PyTorch checkout)")
+    if not names:
+        return tuple(paths), ()
+    covered = entries.catalog(python, interpreter_environment(configuration, tier))
+    return tuple(dict.fromkeys([*paths, *entries.files_for(names, covered, tier.discover(tests_dir))])), names
 
 
 def _tier_files(tier: Tier, tests_dir: Path, stages: list[str] | None) -> list[str]:

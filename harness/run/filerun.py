@@ -339,7 +339,7 @@ def _log_tail(path: Path) -> str:
 
 def _replay_prefix(context: FileContext, env: dict[str, str]) -> str:
     """The exact command (minus node ids) that reruns tests of this file alone in this configuration."""
-    names = (*Request().to_env(), "PYTHONPATH",
+    names = (*Request().to_env(), Env.ENTRIES, "PYTHONPATH",
              "PYTORCH_PRINT_REPRO_ON_FAILURE", "PYTORCH_HYPOTHESIS_PROFILE", *context.tier.env,
              *context.configuration.env)
     assignments = " ".join(f"{name}={shlex.quote(env[name])}" for name in dict.fromkeys(names) if name in env)

@@ -24,7 +24,8 @@ import harness
 from harness.configure.configurations import Configuration
 from harness.configure.tiers import HARNESS_ROOT, TORCH_SUITES, Tier
 from harness.errors import HarnessError
-from harness.record.fingerprint import describe_interpreter, environment_fingerprint, sources_identity
+from harness.protocol import Env
+from harness.record.fingerprint import PER_RUN_FOLDERS, describe_interpreter, environment_fingerprint, sources_identity
 from harness.record.model import FileRecord, RunRecord
 from harness.record.store import RunDirectory, new_run_directory
 from harness.run.filerun import LIVE, FileContext, run_file
@@ -45,6 +46,8 @@ class RunRequest:
     command: tuple[str, ...] = ()
     jobs: int = 1
     shard: str | None = None
+    absent: tuple[str, ...] = ()  # files the tier names that the tests directory lacks (recorded, announced)
+    entries: tuple[str, ...] = ()  # PyTorch database entries the bundled suites are narrowed to (--select NAME)
 
 
 def group_targets(targets: tuple[str, ...]) -> dict[str, list[str]]:
@@ -72,7 +75,7 @@ def execute(request: RunRequest, announce: Callable[[str], None] | None = None) 
     started = datetime.now(timezone.utc)
     run = new_run_directory(request.results_root, config.name, request.tier.name, request.shard, started)
     run.create()
-    env = child_environment(config, request.tier, run)
+    env = child_environment(config, request.tier, run, request.entries)
     try:
         skip = _unmet_requirement(request.tier, request.python, env)
         if skip:
@@ -111,6 +114,8 @@ def _first_record(request: RunRequest, run: RunDirectory, env: dict[str, str], s
         targets=request.targets,
         shard=request.shard,
         python=request.python,
+        absent=request.absent,
+        entries=request.entries,
     )
     run.write_record(record)
     return record
@@ -153,7 +158,7 @@ def resume(run_dir: Path, configuration: Configuration, tier: Tier, jobs: int,
     finished = {f.file for f in record.files}
     pending = {file: targets for file, targets in grouped.items() if file not in finished}
     context = FileContext(record.python, Path(record.tests_dir), tier, configuration, run,
-                          child_environment(configuration, tier, run))
+                          child_environment(configuration, tier, run, record.entries))
     record = replace(record, status="running", finished=None)
     run.write_record(record)
     written: Future[RunRecord] = Future()
@@ -188,6 +193,9 @@ def _run_files(context: FileContext, record: Future[RunRecord], pending: dict[st
                 submit_next()
             progress.announce(sources_line(record.result()))  # raises if the record cannot be made:
             # the test processes are stopped below
+            if record.result().absent:
+                progress.announce(f"absent: {len(record.result().absent)} files the tier names are not in "
+                                  f"{record.result().tests_dir}: {', '.join(record.result().absent)}")
             while running:
                 done, _ = wait(running, return_when=FIRST_COMPLETED)
                 for future in done:
@@ -212,15 +220,25 @@ def _run_files(context: FileContext, record: Future[RunRecord], pending: dict[st
     write(status="complete", finished=_now())
 
 
-def child_environment(config: Configuration, tier: Tier, run: RunDirectory) -> dict[str, str]:
-    """The same environment discipline in every configuration; only the configuration's own part differs."""
+def child_environment(config: Configuration, tier: Tier, run: RunDirectory,
+                      entries: tuple[str, ...] = ()) -> dict[str, str]:
+    """The same environment discipline in every configuration; only the configuration's own part
+    differs. Each run has its own caches; `entries` narrows bundled suites to those database entries."""
+    env = interpreter_environment(config, tier)
+    env.update({name: str((run.cache / folder).resolve()) for name, folder in PER_RUN_FOLDERS.items()})
+    if entries:
+        env[Env.ENTRIES] = ",".join(entries)
+    return env
+
+
+def interpreter_environment(config: Configuration, tier: Tier) -> dict[str, str]:
+    """What every process of a configuration and tier sees, outside any one run."""
     env = dict(os.environ)
     env.pop("CI", None)  # a non-empty CI switches PyTorch into CI mode (downloads, XML): off everywhere
+    env.pop(Env.ENTRIES, None)
     env.update({
         "PYTORCH_PRINT_REPRO_ON_FAILURE": "0",
         "PYTORCH_HYPOTHESIS_PROFILE": "dev",  # PyTorch picks its hypothesis profile from this, same everywhere
-        "TORCHINDUCTOR_CACHE_DIR": str((run.cache / "inductor").resolve()),
-        "TRITON_CACHE_DIR": str((run.cache / "triton").resolve()),
         **tier.env,
         **config.env,
         **config.request.to_env(),

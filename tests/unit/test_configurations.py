@@ -2,7 +2,10 @@
 
 import pytest
 
+pytestmark = pytest.mark.unit
+
 from harness.configure.configurations import load_catalog
+from harness.configure import entries
 from harness.configure.tiers import HARNESS_ROOT, get_tier, load_tiers
 from harness.errors import HarnessError
 
@@ -105,3 +108,24 @@ def test_gpu_tier_carries_seed_002_environment_and_deselection():
 def test_unknown_tier_key_is_named(tmp_path):
     with pytest.raises(HarnessError, match=r"tiers.yaml:3: tier 'x': unknown key 'file'"):
         load_tiers(write(tmp_path, "tiers:\n  x:\n    file: a.py\n    files: [a.py]\n", name="tiers.yaml"))
+
+
+def test_files_a_tier_names_that_a_checkout_lacks_are_listed_as_absent(tmp_path):
+    (tmp_path / "test_torch.py").write_text("")
+    tier = get_tier("p1")
+    assert "test_torch.py" not in tier.absent(tmp_path)
+    assert {"test_autograd.py", "test_nn.py"} <= set(tier.absent(tmp_path))
+    assert get_tier("p2").absent(tmp_path) == []  # patterns only: nothing named one by one
+
+
+def test_database_entries_select_the_files_that_cover_them():
+    covered = {"harness/torch_suites/p1/test_ops.py": ["add", "sub", "linalg.norm"],
+               "harness/torch_suites/p1/test_modules.py": ["nn.Linear"]}
+    files = list(covered)
+    assert entries.files_for(["nn.Linear"], covered, files) == ["harness/torch_suites/p1/test_modules.py"]
+    assert entries.files_for(["add", "nn.Linear"], covered, files) == files
+    with pytest.raises(HarnessError, match=r"--select sbu: no test file, node id or PyTorch test-database entry "
+                                           r"of that name in this tier \(did you mean: sub\?\)"):
+        entries.files_for(["sbu"], covered, files)
+    assert entries.is_path("test_x.py", HARNESS_ROOT) and entries.is_path("a/b.py::T::t", HARNESS_ROOT)
+    assert not entries.is_path("nn.Linear", HARNESS_ROOT) and not entries.is_path("add", HARNESS_ROOT)
