@@ -2,12 +2,12 @@
 
 import pytest
 
-pytestmark = pytest.mark.unit
-
-from harness.configure.configurations import load_catalog
 from harness.configure import entries
+from harness.configure.configurations import load_catalog
 from harness.configure.tiers import HARNESS_ROOT, get_tier, load_tiers
 from harness.errors import HarnessError
+
+pytestmark = pytest.mark.unit
 
 
 def write(tmp_path, text, name="user.yaml"):
