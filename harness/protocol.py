@@ -58,6 +58,7 @@ class Event(StrEnum):
     START = "start"  # a test started
     RESULT = "result"  # a test's final outcome
     SESSION_FINISH = "session_finish"  # every result is written; the JIT's final state
+    INTERNAL_ERROR = "internal_error"  # pytest itself broke (INTERNALERROR): the file's remaining tests never ran
     CHILD_START = "child_start"  # the test process started a multiprocessing child (pid)
     CHILD_EXIT = "child_exit"  # that child ended (its exit status: negative for a signal)
 

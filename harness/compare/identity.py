@@ -13,6 +13,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import replace
 
+from harness.protocol import Outcome
 from harness.record.junit import attempt_text
 from harness.record.model import TestResult
 
@@ -41,3 +42,19 @@ def index(results: Iterable[TestResult]) -> dict[str, TestResult]:
 def attempt_outcomes(result: TestResult) -> list[str]:
     """The outcomes of a test's earlier attempts, oldest first."""
     return [attempt.split(":", 1)[0].strip() for attempt in result.attempts]
+
+
+def disagreements(ours: Iterable[TestResult], theirs: Iterable[TestResult]) -> list[str]:
+    """Where two records of the same run of the same tests disagree: tests one has and the other
+    lacks, and different outcomes. pytest's own JUnit XML writes an unexpected pass (xpassed) as a
+    pass, so it counts as one here; every other outcome must be the same."""
+    def outcomes(results: Iterable[TestResult]) -> dict[str, str]:
+        return {key: Outcome.PASSED if result.outcome == Outcome.XPASSED else result.outcome
+                for key, result in index(results).items()}
+
+    mine, other = outcomes(ours), outcomes(theirs)
+    found = [f"{key}: only in the harness's record ({mine[key]})" for key in mine.keys() - other.keys()]
+    found += [f"{key}: only in pytest's own record ({other[key]})" for key in other.keys() - mine.keys()]
+    found += [f"{key}: harness {mine[key]}, pytest {other[key]}" for key in mine.keys() & other.keys()
+              if mine[key] != other[key]]
+    return sorted(found)

@@ -88,13 +88,16 @@ class FileSummary:
     jit_error: str | None
     contamination: str | None
     restart: str | None  # how the last test process would resume after a crash: "warm" or "fresh: <why>"
+    internal_error: str | None = None  # pytest broke (INTERNALERROR), and how many tests never ran
 
 
 def summarize(module: str, file: str, events: list[dict[str, Any]]) -> FileSummary:
     results: dict[str, TestResult] = {}
     sessions: list[dict[str, Any]] = []  # per session: its last known JIT state
     hosts = 0
-    jit_error = contamination = restart = None
+    jit_error = contamination = restart = internal_error = None
+    running: str | None = None
+    collected = 0
     for event in events:
         kind = event["event"]
         if kind in SESSION_STARTS:
@@ -103,8 +106,23 @@ def summarize(module: str, file: str, events: list[dict[str, Any]]) -> FileSumma
         elif kind == Event.RESTART:
             restart = event["mode"]
             hosts += restart == "warm"
+        elif kind == Event.START:
+            running = event["nodeid"]
+        elif kind == Event.COLLECTED:
+            collected = max(collected, event["count"])
         elif kind == Event.RESULT:
             results[event["nodeid"]] = result_from_event(module, event)
+            running = None
+        elif kind == Event.INTERNAL_ERROR:
+            internal_error = f"pytest INTERNALERROR: {event['message']}"
+            if running is not None:  # the test pytest broke in has no outcome of its own
+                results[running] = result_from_event(module, {**event, "nodeid": running, "outcome": Outcome.ERROR,
+                                                              "message": f"{internal_error} (while this test ran)"})
+            lost = f"{file}::<pytest internal error>"
+            unrun = max(0, collected - len(results))
+            results[lost] = result_from_event(module, {**event, "nodeid": lost, "outcome": Outcome.ERROR,
+                                                       "message": f"{internal_error}; {unrun} collected tests never ran"})
+            internal_error = f"{internal_error}; {unrun} collected tests never ran"
         elif kind == Event.COLLECT_ERROR:
             nodeid = event["nodeid"] or file
             results[nodeid] = result_from_event(module, {**event, "nodeid": nodeid, "outcome": Outcome.ERROR, "duration": 0.0,
@@ -118,7 +136,7 @@ def summarize(module: str, file: str, events: list[dict[str, Any]]) -> FileSumma
         elif kind == Event.SESSION_FINISH and sessions:
             sessions[-1].update(event["jit"])
     return FileSummary(tuple(results.values()), len(sessions) - hosts, _jit_over(sessions), jit_error, contamination,
-                       restart)
+                       restart, internal_error)
 
 
 def summarize_descendants(events: list[dict[str, Any]], reports: Path) -> Descendants | None:

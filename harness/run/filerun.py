@@ -164,6 +164,8 @@ def run_file(context: FileContext, file: str, targets: list[str], on_event: Even
     counts: dict[str, int] = {}
     for result in summary.results:
         counts[result.outcome] = counts.get(result.outcome, 0) + 1
+    if summary.internal_error:
+        culprits.append(f"{file}::<pytest internal error>: {summary.internal_error}")
     ending = process.finish(file_deadline)
     descendants = summarize_descendants(stream.events, reports)  # after the end: their reports are written
     if ending.how == "exit_timeout":

@@ -181,6 +181,12 @@ def pytest_runtest_logfinish(nodeid: str, location: tuple[str, int | None, str])
         _recorder.emit(Event.JIT_COUNT, compiled=jit.compiled_now())
 
 
+def pytest_internalerror(excrepr: object, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
+    """pytest itself failed (a plugin or conftest bug): say so, or the tests it never ran would vanish."""
+    _recorder.emit(Event.INTERNAL_ERROR, message=f"{excinfo.typename}: {excinfo.value}"[:500],
+                   text=str(excrepr)[-MAX_TEXT:])
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     _recorder.children_ended()
     _recorder.emit(Event.SESSION_FINISH, exitstatus=int(exitstatus), jit=jit.snapshot().as_dict())

@@ -5,9 +5,14 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from harness.record.junit import read_results
 from harness.record.model import RunRecord
 from harness.record.store import find_runs
+from tests.conftest import FIXTURES, run_fixtures
+
+pytestmark = pytest.mark.integration
 
 
 def outcomes(run, module):
@@ -173,3 +178,17 @@ def test_stress_tier_reproducer_passes_without_a_jit(tmp_path):
     assert done.returncode == 0, done.stderr
     [(_, record)] = find_runs(tmp_path)
     assert [(f.file, f.counts) for f in record.files] == [("harness/stress/test_fx_trace_loop.py", {"passed": 5})]
+
+
+def test_pytest_internal_error_is_recorded_with_the_tests_it_left_unrun(tmp_path):
+    """INTERNALERROR ends pytest mid-file: the test it broke in and the tests it never ran are
+    named in the record, never dropped in silence."""
+    run = run_fixtures(tmp_path, ("test_breaks_pytest.py",), tests_dir=FIXTURES / "internal_error")
+    [file] = run.read_record().files
+    assert file.exit_status == 3 and file.counts == {"passed": 1, "error": 2}
+    assert file.culprit == ("test_breaks_pytest.py::<pytest internal error>: pytest INTERNALERROR: "
+                            "KeyError: 'a reporting plugin failed'; 3 collected tests never ran")
+    results = {r.name: (r.outcome, r.message) for r in read_results(run.junit("test_breaks_pytest"))}
+    assert results["test_number[1]"] == (
+        "error", "pytest INTERNALERROR: KeyError: 'a reporting plugin failed' (while this test ran)")
+    assert results["<pytest internal error>"][0] == "error"
