@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import IO, Any
 
 import pytest
@@ -60,6 +62,37 @@ def pytest_configure(config: pytest.Config) -> None:
     _recorder.emit(Event.SESSION_START, pid=os.getpid(), jit_request=_request.__dict__, contamination=contamination)
     if _request.activation == Activation.STARTUP:
         _switch_jit()
+
+
+MAIN_MODULE = "--use-main-module"
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser, args: list[str]) -> object:
+    """PyTorch's `run_tests()` (a test file run as a script, `python FILE --use-pytest`) passes
+    --use-main-module, an option PyTorch's own test/conftest.py defines: collect the tests from the
+    module already running as __main__. Where no conftest defines it (any folder of PyTorch-style
+    test files but a PyTorch checkout), the harness does, with the same meaning."""
+    result = yield
+    try:
+        parser.addoption(MAIN_MODULE, action="store_true", help="collect the tests of the script running as __main__")
+    except ValueError:  # a conftest (PyTorch's) defines it: its meaning applies
+        return result
+    early_config.stash[_OWN_MAIN_MODULE] = True
+    return result
+
+
+_OWN_MAIN_MODULE = pytest.StashKey[bool]()
+
+
+def pytest_pycollect_makemodule(module_path: Path, parent: pytest.Collector) -> pytest.Module | None:
+    main = sys.modules.get("__main__")
+    if not (parent.config.stash.get(_OWN_MAIN_MODULE, False) and parent.config.getoption(MAIN_MODULE)) \
+            or getattr(main, "__file__", None) is None or Path(main.__file__).resolve() != module_path.resolve():
+        return None
+    module = pytest.Module.from_parent(parent, path=module_path)
+    module._getobj = lambda: main  # collect from the running script instead of importing it a second time
+    return module
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -192,3 +192,14 @@ def test_pytest_internal_error_is_recorded_with_the_tests_it_left_unrun(tmp_path
     assert results["test_number[1]"] == (
         "error", "pytest INTERNALERROR: KeyError: 'a reporting plugin failed' (while this test ran)")
     assert results["<pytest internal error>"][0] == "error"
+
+
+def test_script_mode_without_pytorchs_conftest_collects_from_the_running_script(tmp_path):
+    """`run_tests()` passes --use-main-module, PyTorch's conftest's option: without that conftest the
+    harness gives it the same meaning, so the file's body runs once, as __main__."""
+    log = tmp_path / "bodies.log"
+    run = run_fixtures(tmp_path / "results", ("test_script_mode.py",), tests_dir=FIXTURES / "script", entry="script",
+                       env={"HARNESS_FIXTURE_LOG": str(log)})
+    [file] = run.read_record().files
+    assert file.counts == {"passed": 1}, run.log("test_script_mode").read_text()[-2000:]
+    assert log.read_text().splitlines() == ["__main__"]
