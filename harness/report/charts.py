@@ -13,7 +13,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 import matplotlib
-from matplotlib import colors
+from matplotlib import colors, ticker
 from matplotlib.figure import Figure
 
 from harness.report.model import Forest, Interval, SweepLine, Trend
@@ -91,6 +91,9 @@ def forest_chart(forest: Forest, name: str) -> str:
             points = [(y + offset, intervals[index]) for y, intervals in enumerate(series) if intervals[index]]
             _intervals(axes, points, SERIES[index % len(SERIES)], candidate)
         axes.set_xscale("log")
+        axes.xaxis.set_major_locator(ticker.MaxNLocator(nbins=7))
+        axes.xaxis.set_major_formatter(ticker.FuncFormatter(lambda value, _: f"{value:.3g}x"))
+        axes.xaxis.set_minor_locator(ticker.NullLocator())
         axes.set_yticks(range(len(labels)), labels)
         for tick in axes.get_yticklabels()[len(forest.rows):]:
             tick.set_fontweight("bold")
@@ -98,7 +101,7 @@ def forest_chart(forest: Forest, name: str) -> str:
             axes.axhline(len(forest.rows) - 0.5, color=MUTED, linewidth=0.5, linestyle=":")
         axes.invert_yaxis()
         axes.set_xlabel(f"speed-up over {forest.baseline} (> 1: faster), 95% confidence interval, log scale")
-        axes.legend(loc="lower right", frameon=False, fontsize=8)
+        figure.legend(loc="outside upper center", ncols=min(count, 4), frameon=False, fontsize=8)
     return out[0]
 
 
