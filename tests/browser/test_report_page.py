@@ -215,3 +215,25 @@ def test_known_culprit_and_history_parts_show_where_they_belong(reports, open_re
     assert page.locator("#history figure svg").count() == 1
     assert page.locator("#history table code").all_inner_texts() == ["test_ops::test_mul_is_right"]
     opened.screenshot("annotated")
+
+
+def test_a_long_table_pages_fifty_rows_at_a_time(tmp_path, open_report):
+    """120 regressions: never more than one page of rows in the document; search covers every page."""
+    from tests.unit.test_report_model import result, side
+
+    names = [f"test_{i:03d}" for i in range(120)]
+    comparison = compare(side("stock", [result("test_big", name, "passed") for name in names]),
+                         side("cinderx-jit", [result("test_big", name, "failed", f"AssertionError: {name}")
+                                              for name in names], "on", 1000))
+    (tmp_path / "report.html").write_text(html.render(build([comparison])), encoding="utf-8")
+    opened = open_report(tmp_path / "report.html")
+    page = opened.page
+    assert page.locator("#findings-body tr").count() == html.PAGE_ROWS
+    pager = page.locator('[data-pager="findings"]')
+    assert pager.locator("span").inner_text() == "page 1 of 3"
+    pager.locator("button", has_text="next").click()
+    assert rows(opened)[0] == "test_big::test_050" and pager.locator("span").inner_text() == "page 2 of 3"
+    pager.locator("button", has_text="next").click()
+    assert len(rows(opened)) == 20 and pager.locator("button", has_text="next").is_disabled()
+    page.fill("#search", "test_big::test_007")
+    assert rows(opened) == ["test_big::test_007"] and pager.is_hidden()
