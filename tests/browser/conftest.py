@@ -14,11 +14,12 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Page, sync_playwright
+from playwright.sync_api import BrowserContext, Page, sync_playwright
 
 ROOT = Path(__file__).resolve().parents[2]
 OUTPUT = Path(os.environ.get("HARNESS_TEST_OUTPUT", ROOT / "test-output")) / "browser"  # screenshots land here
@@ -48,9 +49,14 @@ class Opened:
         self.page.screenshot(path=str(path), full_page=True)
         return path
 
+    def assert_self_contained(self) -> None:
+        assert self.errors == [], self.errors
+        assert self.requests == [], f"the page fetched {self.requests}"
 
-@pytest.fixture(scope="module")
-def browser_context() -> Iterator:
+
+@contextmanager
+def chromium_context() -> Iterator[BrowserContext]:
+    """Headless Chromium with a fresh profile, allowed to use the clipboard."""
     with tempfile.TemporaryDirectory(prefix="chromium-profile-") as profile, sync_playwright() as playwright:
         context = playwright.chromium.launch_persistent_context(
             profile, executable_path=chromium(), args=FLAGS, headless=True, viewport={"width": 1366, "height": 900})
@@ -60,25 +66,35 @@ def browser_context() -> Iterator:
         context.close()
 
 
+def visit(context: BrowserContext, path: Path) -> Opened:
+    """Open a report file, recording console errors, uncaught exceptions and requests for anything else."""
+    page = context.new_page()
+    opened = Opened(page)
+    page.on("console", lambda message: opened.errors.append(message.text) if message.type == "error" else None)
+    page.on("pageerror", lambda error: opened.errors.append(str(error)))
+    page.on("request", lambda request: opened.requests.append(request.url)
+            if request.url != path.resolve().as_uri() else None)
+    page.goto(path.resolve().as_uri())
+    return opened
+
+
+@pytest.fixture(scope="module")
+def browser_context() -> Iterator[BrowserContext]:
+    with chromium_context() as context:
+        yield context
+
+
 @pytest.fixture
-def open_report(browser_context):
-    pages = []
+def open_report(browser_context: BrowserContext):
+    pages: list[Opened] = []
 
     def open_(path: Path) -> Opened:
-        page = browser_context.new_page()
-        opened = Opened(page)
-        page.on("console", lambda message: opened.errors.append(message.text) if message.type == "error" else None)
-        page.on("pageerror", lambda error: opened.errors.append(str(error)))
-        page.on("request", lambda request: opened.requests.append(request.url)
-                if request.url != path.resolve().as_uri() else None)
-        page.goto(path.resolve().as_uri())
-        pages.append(opened)
-        return opened
+        pages.append(visit(browser_context, path))
+        return pages[-1]
 
     yield open_
     for opened in pages:
-        assert opened.errors == [], opened.errors
-        assert opened.requests == [], f"the page fetched {opened.requests}"
+        opened.assert_self_contained()
         opened.page.close()
 
 
