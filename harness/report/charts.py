@@ -63,6 +63,7 @@ def sweep_chart(line: SweepLine, name: str) -> str:
         axes.set_xlabel("JIT compile threshold (calls before a function is compiled)")
         axes.set_ylabel("regressions", color=REGRESSION)
         axes.set_ylim(bottom=0, top=max(1, *(p.regressions for p in line.points)) * 1.15)
+        axes.yaxis.set_major_locator(ticker.MaxNLocator(integer=True))
         compiled = [(p.threshold, p.compiled) for p in line.points if p.compiled is not None]
         handles, labels = axes.get_legend_handles_labels()
         if compiled:
@@ -127,5 +128,6 @@ def trend_chart(trend: Trend, name: str) -> str:
         axes.plot(runs, [p.flaky for p in trend.points], marker="o", markersize=3, color=FLAKY, label="flaky")
         axes.set_xticks(list(runs), [p.started for p in trend.points], rotation=30, ha="right", fontsize=7)
         axes.set_ylim(bottom=0, top=max(1, *(max(p.regressions, p.flaky) for p in trend.points)) * 1.2)
+        axes.yaxis.set_major_locator(ticker.MaxNLocator(integer=True))
         axes.legend(loc="upper left", frameon=False, fontsize=8, ncols=2)
     return out[0]
