@@ -11,6 +11,7 @@ Every session is a thin call into `_run_configuration`; the matrix is configurat
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from pathlib import Path
@@ -96,11 +97,27 @@ def diff(session: nox.Session) -> None:
                 "--out", str(reports), *session.posargs, external=True)
 
 
+CHROMIUM = Path("/usr/bin/chromium")  # Debian's package; the browser tests drive it (Playwright downloads none)
+
+
+def ensure_chromium(session: nox.Session) -> None:
+    """Install Debian's chromium for the HTML report's browser tests when it is missing (needs root)."""
+    if CHROMIUM.exists():
+        return
+    if os.geteuid() != 0:
+        session.error(f"the browser tests need Debian's chromium at {CHROMIUM}: run `apt-get install chromium` as root")
+    apt = {"DEBIAN_FRONTEND": "noninteractive"}
+    session.run("apt-get", "update", "-q", external=True, env=apt)
+    session.run("apt-get", "install", "-y", "-q", "chromium", external=True, env=apt)
+
+
 @nox.session
 def tests(session: nox.Session) -> None:
-    """The harness's own tests: unit tests, then end-to-end runs on real CPython 3.14 + CinderX."""
+    """The harness's own tests: unit tests, browser tests of the HTML report, end-to-end runs on real
+    CPython 3.14 + CinderX."""
+    ensure_chromium(session)
     session.install("--disable-pip-version-check", "-e", f"{ROOT}[test]", TEST_TORCH)
-    session.run("pytest", *session.posargs)
+    session.run("pytest", *session.posargs, env={"HARNESS_CHROMIUM": str(CHROMIUM)})
 
 
 # --- Performance (issue 7; docs/perf.md) ------------------------------------------------------------

@@ -30,6 +30,7 @@ from harness.record.junit import write_suite  # noqa: E402
 from harness.record.model import TestResult  # noqa: E402
 from harness.record.store import load_side  # noqa: E402
 from harness.report.json_report import to_json  # noqa: E402
+from harness.report.model import build  # noqa: E402
 
 PREFIX = ("cd /work/pytorch/test && env -u CI HARNESS_JIT=on HARNESS_THRESHOLD=1000 PYTHONPATH=/opt/harness "
           "/opt/python3.14/bin/python3.14 -bb -X faulthandler -m pytest -p harness.run.plugin")
@@ -73,7 +74,7 @@ def bare(root: Path) -> int:
 
 def harness(root: Path) -> int:
     comparison = compare(load_side(root / "baseline"), load_side(root / "candidate"))
-    return len(json.dumps(to_json(comparison)))
+    return len(json.dumps(to_json(build([comparison]))))
 
 
 def measure(phase: str, root: str, queue: multiprocessing.Queue) -> None:

@@ -1,7 +1,7 @@
 """`python -m harness diff` and `diff-latest`: arguments, comparisons, confirmation, reports, exit status.
 
-The comparison and report modules (junitparser, rich, markdown-it) are imported when a comparison
-runs: every other harness command, and `--help`, starts without them.
+The comparison and report modules (junitparser, rich, markdown-it, Jinja2, matplotlib) are imported when
+a comparison runs: every other harness command, and `--help`, starts without them.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from harness.exits import ExitStatus
 from harness.report import FORMATS
 
 if TYPE_CHECKING:
+    from harness.perf.compare import PerfComparison
     from harness.record.store import Side
 
 DEFAULT_CONFIRM_TIMEOUT = 900  # seconds for one rerun process: a slow PyTorch test file's test, alone
@@ -97,14 +98,32 @@ def _diff_latest(args: argparse.Namespace) -> int:
         pairs.append((loaded[tier], load_runs(paths)))
     if not pairs:
         raise HarnessError(f"no candidate runs under {root}: run a baseline and a candidate session first")
-    return _report(pairs, args)
+    return _report(pairs, args, perf=_latest_perf(root, baseline_name))
 
 
-def _report(pairs: list[tuple[Side, Side]], args: argparse.Namespace) -> int:
+def _latest_perf(root: Path, baseline_name: str) -> PerfComparison | None:
+    """The latest baseline perf run against the latest of every other configuration, when the results
+    root holds both (the report then shows the forest plot); None otherwise."""
+    from harness.perf.record import latest_pairing, load_perf_side
+
+    baseline, candidates = latest_pairing(root, baseline_name)
+    if baseline is None or not candidates:
+        return None
+    try:
+        from harness.perf.compare import compare
+    except ImportError:
+        _announce(f"perf runs found under {root}, but pyperf is not installed here: the report leaves "
+                  "performance out (pip install pyperf)")
+        return None
+    return compare(load_perf_side(baseline), [load_perf_side(path) for path in candidates])
+
+
+def _report(pairs: list[tuple[Side, Side]], args: argparse.Namespace, perf: PerfComparison | None = None) -> int:
     from harness.compare.confirm import Reruns, confirm
     from harness.compare.diff import Comparison, compare
     from harness.compare.validity import Allowances
     from harness.report.merged_junit import write_merged
+    from harness.report.model import build
     from harness.report.output import deliver
 
     allow = Allowances(interpreter_mismatch=args.allow_interpreter_mismatch)
@@ -116,7 +135,7 @@ def _report(pairs: list[tuple[Side, Side]], args: argparse.Namespace) -> int:
         comparisons.append(comparison)
     if args.merged_junit:
         write_merged(args.merged_junit, [("baseline", b) for b, _ in pairs] + [("candidate", c) for _, c in pairs])
-    deliver(comparisons, args.formats or ["md"], args.out)
+    deliver(build(comparisons, perf=perf), args.formats or ["md"], args.out)
     statuses = [c.exit_status for c in comparisons]
     return ExitStatus.INVALID if ExitStatus.INVALID in statuses else max(statuses)
 

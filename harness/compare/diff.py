@@ -95,6 +95,8 @@ class Comparison:
     configuration: str = ""  # the candidate's configuration name (sweeps group on it)
     threshold: int | None = None  # the candidate's JIT threshold
     tier: str = ""
+    baseline_versions: dict[str, str | None] = field(default_factory=dict)  # torch, python, cinderx, ... (run records)
+    candidate_versions: dict[str, str | None] = field(default_factory=dict)
 
     @property
     def valid(self) -> bool:
@@ -149,6 +151,8 @@ def compare(baseline: Side, candidate: Side, allow: Allowances = Allowances()) -
         configuration=str(candidate.record.configuration.get("name", "")) if candidate.record else "",
         threshold=candidate.record.threshold if candidate.record else None,
         tier=candidate.record.tier if candidate.record else "",
+        baseline_versions=dict(baseline.record.versions) if baseline.record else {},
+        candidate_versions=dict(candidate.record.versions) if candidate.record else {},
     )
 
 

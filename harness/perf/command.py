@@ -120,25 +120,17 @@ def _report(baseline: Path, candidates: list[Path], args: argparse.Namespace) ->
     return comparison.exit_status
 
 
-def _candidate_order(item: tuple[tuple[str, int | None], Path]) -> tuple[str, int]:
-    (config, threshold), _ = item
-    return config, -(threshold if threshold is not None else -1)
-
-
 def _compare_latest(args: argparse.Namespace) -> int:
     _require_pyperf()
     from harness.configure.configurations import load_catalog
-    from harness.perf.record import latest_perf_runs
+    from harness.perf.record import latest_pairing
     from harness.record.store import default_results_root
 
     root = args.results or default_results_root()
     baseline_name = load_catalog().baseline
-    latest = latest_perf_runs(root)
-    baselines = [path for (config, _), path in latest.items() if config == baseline_name]
-    if not baselines:
+    baseline, candidates = latest_pairing(root, baseline_name)
+    if baseline is None:
         raise HarnessError(f"no complete '{baseline_name}' perf run under {root} (run: nox -s {baseline_name}-perf)")
-    candidates = [path for (config, threshold), path in sorted(latest.items(), key=_candidate_order)
-                  if config != baseline_name]
     if not candidates:
         raise HarnessError(f"no candidate perf runs under {root}: run a `<configuration>-perf` session first")
-    return _report(baselines[-1], candidates, args)
+    return _report(baseline, candidates, args)

@@ -1,3 +1,3 @@
-"""Report: render a comparison as Markdown, JSON, HTML or a terminal table."""
+"""Report: one model of a comparison (model.py), rendered as Markdown, JSON and a self-contained HTML page."""
 
 FORMATS = ("md", "json", "html")  # here, not in output.py, so the command line knows them without loading rich

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from harness.record.store import RunDirectory, find_runs
+from tests.browser.conftest import chromium_context, visit
 
 pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).resolve().parents[2]
@@ -66,6 +67,18 @@ def test_main_job_gives_a_valid_diff_with_jit_proof(main_job: Path):
         assert row["baseline"] == row["candidate"] and row["baseline"].get("failed", 0) == 0
     markdown = (main_job / "reports" / "report.md").read_text()
     assert "| Module | Baseline P/F/E/S/XF | Candidate P/F/E/S/XF | Compiled | Regressions |" in markdown
+
+
+def test_main_job_writes_the_html_report_a_browser_shows(main_job: Path):
+    with chromium_context() as context:
+        opened = visit(context, main_job / "reports" / "report.html")
+        page = opened.page
+        assert page.locator("#verdict h1").inner_text() == "Valid comparison: no regressions"
+        assert page.locator("table.heatmap td.heat").count() == 4
+        compiled = page.locator("#modules-body td:nth-child(4)").all_inner_texts()
+        assert len(compiled) == 4 and all(int(count.replace(",", "")) > 0 for count in compiled)
+        opened.screenshot("main-job")
+        opened.assert_self_contained()
 
 
 def test_runs_record_interpreter_versions_and_jit_settings(main_job: Path):
