@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from harness.errors import HarnessError
 from harness.exits import ExitStatus
-from harness.report import FORMATS
+from harness.report import FORMATS, unavailable
 
 if TYPE_CHECKING:
     from harness.perf.compare import PerfComparison
@@ -65,9 +65,16 @@ def _positive(text: str) -> int:
     return value
 
 
+def _check_formats(args: argparse.Namespace) -> None:
+    problem = unavailable(args.formats or ())
+    if problem:
+        raise HarnessError(problem)
+
+
 def _diff(args: argparse.Namespace) -> int:
     from harness.record.store import group_shards, load_runs, load_side
 
+    _check_formats(args)
     groups = group_shards([args.baseline, *args.candidates])
     if len(groups) < 2:
         raise HarnessError(f"the run directories given are shards of one run ({', '.join(map(str, groups[0]))}): "
@@ -80,6 +87,7 @@ def _diff_latest(args: argparse.Namespace) -> int:
     from harness.configure.configurations import load_catalog
     from harness.record.store import default_results_root, latest_sides, load_runs
 
+    _check_formats(args)
     root = args.results or default_results_root()
     baseline_name = load_catalog().baseline
     latest = latest_sides(root)

@@ -236,3 +236,16 @@ def test_a_worker_that_escapes_the_jit_makes_the_comparison_invalid(stock_smoke:
     problems = json.loads(diff.stdout)["problems"]
     assert any(p.startswith("candidate: test_worker_escapes_jit.py: 1 of 1 worker processes ended without reporting")
                for p in problems), problems
+
+
+def test_configuration_environments_stay_free_of_the_report_libraries(stock_smoke: Path):
+    """The harness goes into every configuration's environment (the interpreters under test) without
+    the HTML page's libraries; asking that interpreter for the page is one line, before any work."""
+    python = session_python("stock-p0")
+    probe = subprocess.run([str(python), "-c", "import importlib.util as u; print(u.find_spec('matplotlib'))"],
+                           capture_output=True, text=True)
+    assert probe.stdout.strip() == "None", probe.stdout + probe.stderr
+    done = harness(python, "diff", str(stock_smoke), str(stock_smoke), "--format", "html")
+    assert done.returncode == 3
+    assert done.stderr.strip().splitlines()[-1] == ("harness: error: --format html needs jinja2 and matplotlib: "
+                                                    "pip install 'torch-runtime-harness[report]'")
