@@ -31,6 +31,7 @@ from typing import NoReturn
 from harness.protocol import Env, Event
 
 _finished_fd: int | None = None  # in a worker: where to say the session finished
+_rerun_worker = False  # in a worker of a rerun host: nothing of it is needed once its session finished
 
 
 # Threads known to hold nothing a forked child needs, so a fork may leave them behind:
@@ -95,12 +96,22 @@ def serve_reruns(start_worker: Callable[[], None], emit: Callable[..., None]) ->
         _flush_streams()
         pid = _fork()
         if pid == 0:
+            global _rerun_worker
+            _rerun_worker = True
             control.close()
             start_worker()
             return
         _, wait_status = os.waitpid(pid, 0)
         emit(Event.WORKER_EXIT, pid=pid, status=os.waitstatus_to_exitcode(wait_status))
     os._exit(0)
+
+
+def end_rerun_worker(status: int) -> None:
+    """In a rerun worker whose session just finished (its events written): end now. Its terminal
+    summary and the teardown of an interpreter holding torch take seconds; its client waits for them."""
+    if _rerun_worker:
+        _flush_streams()
+        os._exit(status)
 
 
 def _fork() -> int:

@@ -223,6 +223,7 @@ def pytest_internalerror(excrepr: object, excinfo: pytest.ExceptionInfo[BaseExce
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     _recorder.children_ended()
     _recorder.emit(Event.SESSION_FINISH, exitstatus=int(exitstatus), jit=jit.snapshot().as_dict())
+    forkserver.end_rerun_worker(int(exitstatus))
 
 
 @pytest.hookimpl(trylast=True)
