@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field, replace
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from harness.configure.yamlfile import Section, load_scalar_entry, load_section
 from harness.errors import HarnessError
@@ -84,7 +84,7 @@ def _read(path: Path) -> dict[str, Tier]:
     top = load_section(path, "tiers file")
     top.check_keys({"tiers"})
     tiers: dict[str, Tier] = {}
-    for name, node in top.child("tiers").items():
+    for name, node in top.child("tiers").named_items("tier"):
         section = top.section_of(node, f"tier '{name}'")
         tiers[name] = _tier(name, section)
         if section.has("per_model"):
@@ -114,9 +114,9 @@ def _tier(name: str, section: Section) -> Tier:
     return Tier(
         name=name,
         source=section.choice("source", SOURCES, "pytorch"),
-        files=section.strings("files"),
+        files=_patterns(section, "files"),
         description=section.scalar("description", str, ""),
-        exclude=section.strings("exclude"),
+        exclude=_patterns(section, "exclude"),
         timeout=timeout,
         env=section.string_map("env"),
         pytest_args=section.strings("pytest_args"),
@@ -140,4 +140,27 @@ def _stages(section: Section, tier: str) -> dict[str, tuple[str, ...]]:
     if not section.has("stages"):
         return {}
     stages = section.child("stages", f"tier '{tier}': 'stages'")
-    return {name: stages.section_of(stages.node, f"tier '{tier}': stage '{name}'").strings(name) for name, _ in stages.items()}
+    return {name: _patterns(stages.section_of(stages.node, f"tier '{tier}': stage '{name}'"), name)
+            for name, _ in stages.items()}
+
+
+def _patterns(section: Section, key: str) -> tuple[str, ...]:
+    """Glob patterns of files under the tests directory: never empty, absolute or climbing out of it."""
+    patterns = section.strings(key)
+    node = section.node_of(key)
+    for item, pattern in zip(node.value if node is not None else (), patterns):
+        problem = _escape_problem(pattern)
+        if problem:
+            section.fail(item, f"{section.context}: '{key}': {pattern!r} {problem}")
+    return patterns
+
+
+def _escape_problem(pattern: str) -> str | None:
+    path = PurePosixPath(pattern)
+    if not pattern.strip():
+        return "is empty"
+    if path.is_absolute() or pattern.startswith("~"):
+        return "is absolute: it must be relative to the tests directory"
+    if ".." in path.parts:
+        return "climbs out of its folder with '..'"
+    return None
