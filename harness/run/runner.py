@@ -63,6 +63,8 @@ def execute(request: RunRequest, announce: Callable[[str], None] | None = None) 
     directory is removed."""
     grouped = group_targets(request.targets)
     for file in grouped:
+        if not _inside(request.tests_dir, file):
+            raise HarnessError(f"--select: {file} is outside the tests directory {request.tests_dir}")
         if not (request.tests_dir / file).is_file():
             raise HarnessError(f"--select: {file} not found under {request.tests_dir}")
     if not os.access(request.python, os.X_OK):
@@ -88,6 +90,12 @@ def execute(request: RunRequest, announce: Callable[[str], None] | None = None) 
         shutil.rmtree(run.root, ignore_errors=True)
         raise
     return run.root
+
+
+def _inside(tests_dir: Path, file: str) -> bool:
+    """A target file is a relative path that stays inside the tests directory (after '..' is applied)."""
+    path = Path(file)
+    return not path.is_absolute() and Path(os.path.normpath(tests_dir / path)).is_relative_to(tests_dir)
 
 
 def _first_record(request: RunRequest, run: RunDirectory, env: dict[str, str], started: datetime,
