@@ -28,6 +28,15 @@ class Env(StrEnum):
     EVENTS = "HARNESS_EVENTS"  # the JSON-lines event stream of one file
     DESELECT = "HARNESS_DESELECT"  # node ids, one per line, that an earlier process finished
     CONTROL_FD = "HARNESS_CONTROL_FD"  # a warm host reads `resume` commands from this descriptor
+    # Marks that every process of a run, and every descendant, inherits: how its processes are found
+    # in /proc at the end of a file and before a resume (harness/run/processes.py).
+    RUN_DIR = "HARNESS_RUN_DIR"  # the run directory
+    FILE = "HARNESS_FILE"  # the test file, relative to the tests directory
+
+
+# Variables meant for the test process alone: the plugin removes them from its environment, so a
+# child process (a child pytest, a script a test runs) can neither write the stream nor take a command.
+PRIVATE_ENV = (Env.EVENTS, Env.DESELECT, Env.CONTROL_FD)
 
 
 class JitMode(StrEnum):

@@ -9,7 +9,6 @@ the test of interest: a `result`, or a `start` with no result (the process died:
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
 import signal
@@ -19,6 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from harness.protocol import Env, Event, Outcome
+from harness.run.events import parse_line
 
 NOT_RUN = "not run"  # the process never started the test: a wrong node id, a collection error, an earlier crash
 
@@ -55,11 +55,8 @@ def _target_outcome(events: Path, target: str) -> str:
     if not events.is_file():
         return found
     for line in events.read_text(encoding="utf-8", errors="replace").splitlines():
-        try:
-            event = json.loads(line)
-        except ValueError:
-            continue  # a line cut short by the process dying
-        if event.get("nodeid") != target:
+        event, _ = parse_line(line)  # what is not an event (a line cut short, junk) is skipped
+        if event is None or event.get("nodeid") != target:
             continue
         if event.get("event") == Event.START:
             found = Outcome.CRASHED

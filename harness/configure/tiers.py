@@ -18,7 +18,7 @@ HARNESS_ROOT = Path(__file__).resolve().parents[2]
 SOURCES = {"harness": "harness", "pytorch": "pytorch"}
 REQUIREMENTS = {"cuda": "cuda"}
 _TIER_KEYS = {"description", "source", "files", "exclude", "timeout", "test_timeout", "env", "pytest_args",
-              "requires", "stages", "per_model", "entry", "restart"}
+              "requires", "stages", "per_model", "entry", "restart", "exit_grace"}
 ENTRIES = {"pytest": "pytest", "script": "script"}
 RESTARTS = {"warm": "warm", "fresh": "fresh"}
 
@@ -40,6 +40,7 @@ class Tier:
     stages: dict[str, tuple[str, ...]] = field(default_factory=dict)
     entry: str = "pytest"  # pytest: `python -m pytest FILE`; script: `python FILE --use-pytest`, as PyTorch's CI
     restart: str = "warm"  # after a crash: warm (fork of the collected process, when safe) or fresh (new interpreter)
+    exit_grace: int = 30  # seconds a process may take to exit after its last test (then stopped, results kept)
 
     def tests_dir(self, override: Path | None) -> Path:
         """Where this tier's files live: the harness itself, or a PyTorch `test/` folder."""
@@ -125,6 +126,7 @@ def _tier(name: str, section: Section) -> Tier:
         stages=_stages(section, name),
         entry=section.choice("entry", ENTRIES, "pytest"),
         restart=section.choice("restart", RESTARTS, "warm"),
+        exit_grace=_positive(section, name, "exit_grace", Tier.exit_grace),
     )
 
 

@@ -63,6 +63,7 @@ class FileRecord:
     culprit: str | None = None
     processes: int = 1  # more than 1 when the file was resumed in a new process after a crash or hang
     restart: str | None = None  # how it resumes: "warm" (a fork of the collected process) or "fresh: <why>"
+    stream_errors: tuple[str, ...] = ()  # lines of its event stream that were not events ("line N: 'text'")
 
     @property
     def vacuous(self) -> bool:

@@ -11,11 +11,13 @@
 
 from __future__ import annotations
 
+import fcntl
 import gc
 import json
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
@@ -26,6 +28,7 @@ from harness.record.junit import read_results
 from harness.record.model import RunRecord, TestResult
 
 RUN_RECORD = "run.json"
+RUN_LOCK = "runner.lock"  # held (flock) by the process running the run's files; holds its pid
 
 
 def default_results_root() -> Path:
@@ -94,6 +97,28 @@ class RunDirectory:
     def create(self) -> None:
         for part in ("junit", "events", "logs", "cache"):
             ensure_folder(self.root / part, "run directory")
+
+    @contextmanager
+    def hold(self) -> Iterator[None]:
+        """The run, for this process alone while it runs files: a second runner (`--resume` twice, a
+        resume of a run still running) is refused in one line. The kernel drops the lock when its
+        holder dies, so a killed runner never keeps its run."""
+        handle = open(self.root / RUN_LOCK, "a+", encoding="utf-8")  # noqa: SIM115 - held across the yield
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip() or "?"
+            handle.close()
+            raise HarnessError(f"{self.root}: process {holder} is running this run (a run or a --resume); "
+                               "wait for it to end, or stop it, then resume") from None
+        try:
+            handle.truncate(0)
+            handle.write(f"{os.getpid()}\n")
+            handle.flush()
+            yield
+        finally:
+            handle.close()
 
     def write_record(self, record: RunRecord) -> None:
         write_json_atomically(self.record_path, record.to_json())

@@ -28,7 +28,8 @@ import warnings
 from collections.abc import Callable
 from typing import NoReturn
 
-from harness.protocol import Env, Event
+from harness.protocol import Event
+from harness.run import processes
 
 _finished_fd: int | None = None  # in a worker: where to say the session finished
 
@@ -38,9 +39,10 @@ _finished_fd: int | None = None  # in a worker: where to say the session finishe
 _FORK_SAFE_THREADS = {("pytest_rerunfailures", "ServerStatusDB.run_server")}
 
 
-def unsafe_to_fork() -> str | None:
-    """Why this process must not become a fork host now (None: it may)."""
-    if Env.CONTROL_FD not in os.environ:
+def unsafe_to_fork(control: str | None) -> str | None:
+    """Why this process must not become a fork host now (None: it may); `control` is the
+    descriptor the runner passed in HARNESS_CONTROL_FD (None: none)."""
+    if control is None:
         return "the tier asks for fresh processes"
     try:
         threads = len(os.listdir("/proc/self/task"))
@@ -58,10 +60,11 @@ def _fork_safe(thread: threading.Thread) -> bool:
     return (getattr(target, "__module__", None), getattr(target, "__qualname__", None)) in _FORK_SAFE_THREADS
 
 
-def serve(start_worker: Callable[[], None], emit: Callable[..., None]) -> None:
+def serve(control_fd: str, start_worker: Callable[[], None], emit: Callable[..., None]) -> None:
     """Fork workers until one finishes; returns only inside a worker, which then runs the tests."""
     global _finished_fd
-    control = os.fdopen(int(os.environ[Env.CONTROL_FD]), "r", encoding="utf-8")
+    control = os.fdopen(int(control_fd), "r", encoding="utf-8")
+    host = os.getpid()
     while True:
         for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
             if stream is not None:
@@ -72,6 +75,7 @@ def serve(start_worker: Callable[[], None], emit: Callable[..., None]) -> None:
             warnings.simplefilter("ignore", DeprecationWarning)
             pid = os.fork()
         if pid == 0:
+            processes.die_with_parent(host)  # a worker never outlives its host (nor so its runner)
             control.close()
             os.close(finished_read)
             _finished_fd = finished_write

@@ -12,6 +12,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
@@ -26,7 +27,8 @@ from harness.errors import HarnessError
 from harness.record.fingerprint import describe_interpreter, environment_fingerprint, sources_identity
 from harness.record.model import FileRecord, RunRecord
 from harness.record.store import RunDirectory, new_run_directory
-from harness.run.filerun import LIVE, FileContext, run_file
+from harness.run import processes
+from harness.run.filerun import LIVE, POLL_SECONDS, FileContext, run_file
 from harness.run.progress import RunProgress
 from harness.run.schedule import earlier_durations, longest_first
 
@@ -83,7 +85,7 @@ def execute(request: RunRequest, announce: Callable[[str], None] | None = None) 
             return run.root
         context = FileContext(request.python, request.tests_dir, request.tier, config, run, env)
         order = longest_first(list(grouped), earlier_durations(request.results_root, request.tier.name))
-        with ThreadPoolExecutor(max_workers=1) as background:
+        with run.hold(), ThreadPoolExecutor(max_workers=1) as background:
             record = background.submit(_first_record, request, run, env, started, list(grouped))
             _run_files(context, record, {file: grouped[file] for file in order}, request.jobs, announce)
     except HarnessError:
@@ -126,20 +128,37 @@ def resume(run_dir: Path, configuration: Configuration, tier: Tier, jobs: int,
            announce: Callable[[str], None] | None = None) -> Path:
     """Continue an interrupted run: finished files stay, the rest run (after their last finished test)."""
     run = RunDirectory(run_dir)
-    record = run.read_record()
-    if record.status == "complete":
-        raise HarnessError(f"{run_dir}: the run is complete; nothing to resume")
-    grouped = group_targets(record.targets)
-    finished = {f.file for f in record.files}
-    pending = {file: targets for file, targets in grouped.items() if file not in finished}
-    context = FileContext(record.python, Path(record.tests_dir), tier, configuration, run,
-                          child_environment(configuration, tier, run))
-    record = replace(record, status="running", finished=None)
-    run.write_record(record)
-    written: Future[RunRecord] = Future()
-    written.set_result(record)
-    _run_files(context, written, pending, jobs, announce)
+    with run.hold():
+        _refuse_while_alive(run)
+        record = run.read_record()
+        if record.status == "complete":
+            raise HarnessError(f"{run_dir}: the run is complete; nothing to resume")
+        grouped = group_targets(record.targets)
+        finished = {f.file for f in record.files}
+        pending = {file: targets for file, targets in grouped.items() if file not in finished}
+        context = FileContext(record.python, Path(record.tests_dir), tier, configuration, run,
+                              child_environment(configuration, tier, run))
+        record = replace(record, status="running", finished=None)
+        run.write_record(record)
+        written: Future[RunRecord] = Future()
+        written.set_result(record)
+        _run_files(context, written, pending, jobs, announce)
     return run.root
+
+
+ALIVE_WAIT_SECONDS = 5.0  # for processes of a killed runner that the kernel is still ending
+
+
+def _refuse_while_alive(run: RunDirectory) -> None:
+    """A resume beside processes of the same run (a killed runner's, or what its tests started)
+    would run the same tests twice, at once: it waits a moment for them to go, then refuses."""
+    deadline = time.monotonic() + ALIVE_WAIT_SECONDS
+    while alive := sorted(processes.marked(processes.marks(run.root))):
+        if time.monotonic() > deadline:
+            listed = " ".join(map(str, alive[:10]))
+            raise HarnessError(f"{run.root}: {len(alive)} process(es) of this run still alive (pid {listed}): "
+                               f"end them (kill {listed}) or wait for them, then resume")
+        time.sleep(POLL_SECONDS)
 
 
 def _run_files(context: FileContext, record: Future[RunRecord], pending: dict[str, list[str]], jobs: int,
@@ -179,6 +198,7 @@ def _run_files(context: FileContext, record: Future[RunRecord], pending: dict[st
     except KeyboardInterrupt:
         LIVE.stop()  # kills the test processes; their files stay unfinished, to resume
         pool.shutdown(wait=True, cancel_futures=True)
+        processes.kill(processes.marked(processes.marks(context.run.root)))  # and what their tests started
         write(status="interrupted", finished=_now())
         progress.announce(f"interrupted: {len(files)} files recorded in {context.run.root}; "
                           f"continue with: python -m harness run --resume {context.run.root}")
@@ -186,6 +206,7 @@ def _run_files(context: FileContext, record: Future[RunRecord], pending: dict[st
     except HarnessError:
         LIVE.stop()
         pool.shutdown(wait=True, cancel_futures=True)
+        processes.kill(processes.marked(processes.marks(context.run.root)))
         raise
     pool.shutdown()
     write(status="complete", finished=_now())
