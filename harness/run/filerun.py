@@ -245,10 +245,15 @@ class FileProcess:
         stray: set[int] = set()
         if not self._exited_within(max(0.0, deadline - time.monotonic())):
             how = "exit_timeout"
-            stray = processes.descendants(self.popen.pid)  # while they still have it as an ancestor
-            _signal_group(self.popen, signal.SIGABRT)  # faulthandler writes every thread's stack to the log
-            if not self._exited_within(KILL_GRACE_SECONDS):
-                _signal_group(self.popen, signal.SIGKILL)
+            # SIGABRT, for faulthandler to write every thread's stack to the log: first to the
+            # descendants (a warm host's worker, which dies with its host, and the host then ends
+            # like it), then to whatever is left; SIGKILL if that is not enough.
+            stray = processes.descendants(self.popen.pid)
+            processes.kill(stray, signal.SIGABRT)
+            if not self._exited_within(KILL_GRACE_SECONDS if stray else 0):
+                _signal_group(self.popen, signal.SIGABRT)
+                if not self._exited_within(KILL_GRACE_SECONDS):
+                    _signal_group(self.popen, signal.SIGKILL)
             self.popen.wait()
         LIVE.discard(self.popen)
         _signal_group(self.popen, signal.SIGKILL)  # orphans: a test's children, a worker of a dead host
@@ -300,7 +305,7 @@ class FileProcess:
         if worker is not None and processes.parent_of(worker) != self.popen.pid:
             worker = None  # the stream named a process that is not the host's child: signal only what is ours
         group = functools.partial(_signal_group, self.popen)
-        steps = [group, group] if worker is None else [functools.partial(_signal_pid, worker)] * 2 + [group]
+        steps = [group, group] if worker is None else [functools.partial(processes.kill, [worker])] * 2 + [group]
         for send, sig in zip(steps, (signal.SIGABRT, signal.SIGKILL, signal.SIGKILL)):
             send(sig)
             deadline = time.monotonic() + KILL_GRACE_SECONDS
@@ -327,13 +332,6 @@ class FileProcess:
 def _signal_group(process: subprocess.Popen[bytes], sig: signal.Signals) -> None:
     try:
         os.killpg(process.pid, sig)
-    except ProcessLookupError:
-        pass
-
-
-def _signal_pid(pid: int, sig: signal.Signals) -> None:
-    try:
-        os.kill(pid, sig)
     except ProcessLookupError:
         pass
 

@@ -98,9 +98,9 @@ def parent_of(pid: int) -> int | None:
     return None if state in ("Z", "X") else int(parent)
 
 
-def kill(pids: Iterable[int]) -> None:
+def kill(pids: Iterable[int], sig: signal.Signals = signal.SIGKILL) -> None:
     for pid in pids:
         try:
-            os.kill(pid, signal.SIGKILL)
+            os.kill(pid, sig)
         except (ProcessLookupError, PermissionError):
             pass
