@@ -22,6 +22,7 @@ from typing import Any
 import pyperf
 
 from harness.errors import HarnessError
+from harness.record import typed
 from harness.record.store import read_json_record, write_json_atomically
 
 PERF_RECORD = "perf.json"
@@ -57,11 +58,9 @@ class PerfRecord:
         return asdict(self)
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> PerfRecord:
-        data = dict(data)
-        for key in ("command", "benchmarks", "failures"):
-            data[key] = tuple(data.get(key, ()))
-        return cls(**data)
+    def from_json(cls, data: object) -> PerfRecord:
+        """A record read back, every field checked against its type (ValueError naming the field)."""
+        return typed.from_json(cls, data)
 
 
 @dataclass(frozen=True)

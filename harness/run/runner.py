@@ -64,13 +64,8 @@ def execute(request: RunRequest, announce: Callable[[str], None] | None = None) 
     any file can finish. If it cannot be made, the test processes are stopped and the run
     directory is removed."""
     grouped = group_targets(request.targets)
-    for file in grouped:
-        if not _inside(request.tests_dir, file):
-            raise HarnessError(f"--select: {file} is outside the tests directory {request.tests_dir}")
-        if not (request.tests_dir / file).is_file():
-            raise HarnessError(f"--select: {file} not found under {request.tests_dir}")
-    if not os.access(request.python, os.X_OK):
-        raise HarnessError(f"interpreter {request.python} cannot be started: not an executable file")
+    _check_targets(request.tests_dir, grouped, "--select")
+    _require_interpreter(request.python)
     config = request.configuration
     started = datetime.now(timezone.utc)
     run = new_run_directory(request.results_root, config.name, request.tier.name, request.shard, started)
@@ -92,6 +87,20 @@ def execute(request: RunRequest, announce: Callable[[str], None] | None = None) 
         shutil.rmtree(run.root, ignore_errors=True)
         raise
     return run.root
+
+
+def _require_interpreter(python: str) -> None:
+    if not python or not os.access(python, os.X_OK) or not os.path.isfile(python):
+        raise HarnessError(f"interpreter {python or '(none recorded)'} cannot be started: not an executable file")
+
+
+def _check_targets(tests_dir: Path, grouped: dict[str, list[str]], where: str) -> None:
+    """Every file to run exists inside the tests directory (a selection, or a record's targets)."""
+    for file in grouped:
+        if not _inside(tests_dir, file):
+            raise HarnessError(f"{where}: {file} is outside the tests directory {tests_dir}")
+        if not (tests_dir / file).is_file():
+            raise HarnessError(f"{where}: {file} not found under {tests_dir}")
 
 
 def _inside(tests_dir: Path, file: str) -> bool:
@@ -133,7 +142,9 @@ def resume(run_dir: Path, configuration: Configuration, tier: Tier, jobs: int,
         record = run.read_record()
         if record.status == "complete":
             raise HarnessError(f"{run_dir}: the run is complete; nothing to resume")
+        _require_interpreter(record.python)
         grouped = group_targets(record.targets)
+        _check_targets(Path(record.tests_dir), grouped, f"{run.record_path}: targets")
         finished = {f.file for f in record.files}
         pending = {file: targets for file, targets in grouped.items() if file not in finished}
         context = FileContext(record.python, Path(record.tests_dir), tier, configuration, run,

@@ -1,13 +1,15 @@
-"""Corrupt and hostile diff inputs: a record or report of the wrong shape is one line naming the
-file and the field or line, exit 3; never a traceback, and never a verdict (0, 1 or 2).
+"""Corrupt and hostile records and reports: one of the wrong shape is one line naming the file and
+the field or line, exit 3; never a traceback, and never a verdict (0, 1 or 2); a tampered record
+cannot make a resume run anything outside its tests directory.
 
-Class "corrupt diff inputs" of docs/robustness.md (hostile XML, billion laughs and the like, are in
-tests/unit/test_verdicts_inputs.py)."""
+Class "corrupt records and diff inputs" of docs/robustness.md (hostile XML, billion laughs and the
+like, are in tests/unit/test_verdicts_inputs.py)."""
 
 from __future__ import annotations
 
 import copy
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -95,3 +97,20 @@ def test_a_test_case_without_a_name_is_refused_with_its_line(attributes, tmp_pat
     message = refused("diff", tmp_path / "base", tmp_path / "cand")
     assert message == (f"harness: error: {tmp_path / 'cand' / 'r.xml'}:3: <testcase> without a name: "
                        "a test that cannot be named cannot be compared")
+
+
+@pytest.mark.parametrize("field, value, says", [
+    ("targets", ["../../../etc/passwd_test.py"], "targets: ../../../etc/passwd_test.py is outside the tests directory"),
+    ("targets", ["/tmp/test_x.py"], "targets: /tmp/test_x.py is outside the tests directory"),
+    ("python", "", "interpreter (none recorded) cannot be started"),
+    ("python", "/no/such/python", "interpreter /no/such/python cannot be started"),
+])
+def test_a_tampered_record_cannot_make_resume_run_anything_else(field, value, says, tmp_path, refused):
+    tests = tmp_path / "tests"
+    tests.mkdir()
+    (tests / "test_a.py").write_text("def test_one():\n    open('ran', 'w')\n")
+    record = {**RECORD, "status": "interrupted", "files": [], "tests_dir": str(tests), "python": sys.executable,
+              field: value}
+    run = run_directory(tmp_path / "results" / "stock-p0-20261123T000000000000", record)
+    assert says in refused("run", "--resume", run)
+    assert not (tests / "ran").exists()
