@@ -49,7 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
 # Errors of the machine or of a path given, not of the harness: a full disk, a read-only or forbidden
 # place, a file where a folder belongs (or the reverse).
 _ENVIRONMENT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EISDIR,
-                                  errno.ENOTDIR})
+                                  errno.ENOTDIR, errno.EEXIST})
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -83,7 +83,7 @@ def effort_of(args: argparse.Namespace) -> Effort:
 
 def _run(args: argparse.Namespace) -> int:
     from harness.configure.configurations import load_catalog
-    from harness.record.store import default_results_root
+    from harness.record.store import default_results_root, ensure_folder
 
     configuration = load_catalog().get(args.config).with_threshold(args.threshold)
     try:
@@ -94,7 +94,8 @@ def _run(args: argparse.Namespace) -> int:
     from harness.perf.run import PerfRequest, execute
 
     request = PerfRequest(
-        configuration=configuration, results_root=(args.results or default_results_root()).resolve(),
+        configuration=configuration,
+        results_root=ensure_folder((args.results or default_results_root()).resolve(), "results folder"),
         python=args.python or sys.executable, benchmarks=tuple(b.name for b in selected),
         effort=effort_of(args), clock=args.clock, command=tuple(sys.argv),
     )
