@@ -105,8 +105,8 @@ def _check_targets(tests_dir: Path, grouped: dict[str, list[str]], where: str) -
 
 def _inside(tests_dir: Path, file: str) -> bool:
     """A target file is a relative path that stays inside the tests directory (after '..' is applied)."""
-    path = Path(file)
-    return not path.is_absolute() and Path(os.path.normpath(tests_dir / path)).is_relative_to(tests_dir)
+    path, base = Path(file), Path(os.path.normpath(tests_dir))
+    return not path.is_absolute() and Path(os.path.normpath(base / path)).is_relative_to(base)
 
 
 def _first_record(request: RunRequest, run: RunDirectory, env: dict[str, str], started: datetime,
