@@ -31,6 +31,15 @@ class Env(StrEnum):
     PROCESS_REPORTS = "HARNESS_PROCESS_REPORTS"  # folder where each descendant process reports its JIT
     ENTRIES = "HARNESS_ENTRIES"  # comma-separated PyTorch database entries the bundled suites instantiate
     SELECT = "HARNESS_SELECT"  # a rerun host: the file naming the node ids its next worker runs (see forkserver)
+    # Marks that every process of a run, and every descendant, inherits: how its processes are found
+    # in /proc at the end of a file and before a resume (harness/run/processes.py).
+    RUN_DIR = "HARNESS_RUN_DIR"  # the run directory
+    FILE = "HARNESS_FILE"  # the test file, relative to the tests directory
+
+
+# Variables meant for the test process alone: the plugin removes them from its environment, so a
+# child process (a child pytest, a script a test runs) can neither write the stream nor take a command.
+PRIVATE_ENV = (Env.EVENTS, Env.DESELECT, Env.CONTROL_FD, Env.SELECT)
 
 
 class JitMode(StrEnum):

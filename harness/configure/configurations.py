@@ -53,9 +53,14 @@ class Configuration:
             return self
         if self.jit != "on":
             raise HarnessError(f"--threshold applies to JIT configurations; '{self.name}' has jit: {self.jit}")
-        if threshold < 0:
-            raise HarnessError(f"--threshold must be 0 or more, not {threshold}")
+        if threshold_problem(threshold):
+            raise HarnessError(f"--threshold {threshold_problem(threshold)}")
         return replace(self, threshold=threshold)
+
+
+def threshold_problem(threshold: int) -> str | None:
+    """The one range rule for a JIT threshold, in a data file as on the command line."""
+    return None if threshold >= 0 else f"must be 0 or more, not {threshold}"
 
 
 @dataclass(frozen=True)
@@ -88,7 +93,7 @@ def _read(path: Path, base: Catalog | None) -> Catalog:
     top.check_keys(_TOP_KEYS)
     configurations = dict(base.configurations) if base else {}
     if top.has("configurations"):
-        for name, node in top.child("configurations").items():
+        for name, node in top.child("configurations").named_items("configuration"):
             configurations[name] = _configuration(name, top.section_of(node, f"configuration '{name}'"))
     baseline = top.scalar("baseline", str, base.baseline if base else "stock")
     if baseline not in configurations:
@@ -107,6 +112,8 @@ def _configuration(name: str, section: Section) -> Configuration:
     python_node = section.require("python")
     jit = section.choice("jit", JIT_MODES, "absent")
     threshold = section.scalar("threshold", int, DEFAULT_THRESHOLD if jit == "on" else None)
+    if threshold is not None and threshold_problem(threshold):
+        section.fail(section.require("threshold"), f"configuration '{name}': 'threshold' {threshold_problem(threshold)}")
     configuration = Configuration(
         name=name,
         python=section.scalar("python", str, ""),

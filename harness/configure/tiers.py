@@ -9,7 +9,7 @@ from __future__ import annotations
 import glob
 import os
 from dataclasses import dataclass, field, replace
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from harness.configure.yamlfile import Section, load_scalar_entry, load_section
 from harness.errors import HarnessError
@@ -20,7 +20,7 @@ TORCH_SUITES = HARNESS_ROOT / "harness" / "torch_suites"  # the harness's module
 SOURCES = {"harness": "harness", "pytorch": "pytorch"}  # and "torch": a tier's bundled part (see Tier.located)
 REQUIREMENTS = {"cuda": "cuda"}
 _TIER_KEYS = {"description", "source", "files", "exclude", "timeout", "test_timeout", "env", "pytest_args",
-              "requires", "stages", "per_model", "entry", "restart", "bundled"}
+              "requires", "stages", "per_model", "entry", "restart", "exit_grace", "bundled"}
 # What a tier's `bundled` part may say: how to run the harness's own modules of PyTorch's suites.
 _BUNDLED_KEYS = {"description", "files", "exclude", "timeout", "test_timeout", "env", "pytest_args", "entry", "restart"}
 ENTRIES = {"pytest": "pytest", "script": "script"}
@@ -45,6 +45,7 @@ class Tier:
     entry: str = "pytest"  # pytest: `python -m pytest FILE`; script: `python FILE --use-pytest`, as PyTorch's CI
     restart: str = "warm"  # after a crash: warm (fork of the collected process, when safe) or fresh (new interpreter)
     bundled: Tier | None = None  # without a PyTorch checkout: the suites that ship inside torch (source "torch")
+    exit_grace: int = 30  # seconds a process may take to exit after its last test (then stopped, results kept)
 
     def located(self, override: Path | None) -> tuple[Tier, Path]:
         """This tier as it runs here, and where its files live: the harness itself, a PyTorch
@@ -99,7 +100,7 @@ def _read(path: Path) -> dict[str, Tier]:
     top = load_section(path, "tiers file")
     top.check_keys({"tiers"})
     tiers: dict[str, Tier] = {}
-    for name, node in top.child("tiers").items():
+    for name, node in top.child("tiers").named_items("tier"):
         section = top.section_of(node, f"tier '{name}'")
         tiers[name] = _tier(name, section)
         if section.has("per_model"):
@@ -129,9 +130,9 @@ def _tier(name: str, section: Section) -> Tier:
     tier = Tier(
         name=name,
         source=section.choice("source", SOURCES, "pytorch"),
-        files=section.strings("files"),
+        files=_patterns(section, "files"),
         description=section.scalar("description", str, ""),
-        exclude=section.strings("exclude"),
+        exclude=_patterns(section, "exclude"),
         timeout=timeout,
         env=section.string_map("env"),
         pytest_args=section.strings("pytest_args"),
@@ -140,6 +141,7 @@ def _tier(name: str, section: Section) -> Tier:
         stages=_stages(section, name),
         entry=section.choice("entry", ENTRIES, "pytest"),
         restart=section.choice("restart", RESTARTS, "warm"),
+        exit_grace=_positive(section, name, "exit_grace", Tier.exit_grace),
     )
     return replace(tier, bundled=_bundled(tier, section.child("bundled", f"tier '{name}': 'bundled'"))) \
         if section.has("bundled") else tier
@@ -173,4 +175,27 @@ def _stages(section: Section, tier: str) -> dict[str, tuple[str, ...]]:
     if not section.has("stages"):
         return {}
     stages = section.child("stages", f"tier '{tier}': 'stages'")
-    return {name: stages.section_of(stages.node, f"tier '{tier}': stage '{name}'").strings(name) for name, _ in stages.items()}
+    return {name: _patterns(stages.section_of(stages.node, f"tier '{tier}': stage '{name}'"), name)
+            for name, _ in stages.items()}
+
+
+def _patterns(section: Section, key: str) -> tuple[str, ...]:
+    """Glob patterns of files under the tests directory: never empty, absolute or climbing out of it."""
+    patterns = section.strings(key)
+    node = section.node_of(key)
+    for item, pattern in zip(node.value if node is not None else (), patterns):
+        problem = _escape_problem(pattern)
+        if problem:
+            section.fail(item, f"{section.context}: '{key}': {pattern!r} {problem}")
+    return patterns
+
+
+def _escape_problem(pattern: str) -> str | None:
+    path = PurePosixPath(pattern)
+    if not pattern.strip():
+        return "is empty"
+    if path.is_absolute() or pattern.startswith("~"):
+        return "is absolute: it must be relative to the tests directory"
+    if ".." in path.parts:
+        return "climbs out of its folder with '..'"
+    return None
