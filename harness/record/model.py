@@ -88,6 +88,7 @@ class RunRecord:
     command: list[str] = field(default_factory=list)
     targets: tuple[str, ...] = ()  # the files or node ids this run was asked to run (a shard's share)
     shard: str | None = None  # "I/N" when the tier was split across machines
+    stages: tuple[str, ...] = ()  # the tier's stages the run selected (--stage); none: the whole tier
     python: str = ""  # the interpreter the test processes ran under (what --resume reuses)
     schema: int = SCHEMA
 
@@ -110,4 +111,5 @@ class RunRecord:
         values["files"] = tuple(FileRecord(**{k: v for k, v in item.items() if k in file_fields})
                                 for item in data.get("files", ()))
         values["targets"] = tuple(values.get("targets", ()))
+        values["stages"] = tuple(values.get("stages", ()))
         return cls(**values)

@@ -44,6 +44,7 @@ class RunRequest:
     command: tuple[str, ...] = ()
     jobs: int = 1
     shard: str | None = None
+    stages: tuple[str, ...] = ()  # the tier's stages this run selected (--stage)
 
 
 def group_targets(targets: tuple[str, ...]) -> dict[str, list[str]]:
@@ -108,6 +109,7 @@ def _first_record(request: RunRequest, run: RunDirectory, env: dict[str, str], s
         command=list(request.command),
         targets=request.targets,
         shard=request.shard,
+        stages=request.stages,
         python=request.python,
     )
     run.write_record(record)
