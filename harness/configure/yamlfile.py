@@ -167,6 +167,14 @@ class Section:
             self.fail(node, f"{self.context}: '{key}' must be a list of strings")
         return tuple(self._typed(item, key, str) for item in node.value)
 
+    def integers(self, key: str) -> tuple[int, ...]:
+        node = self.node_of(key)
+        if node is None:
+            return ()
+        if not isinstance(node, yaml.SequenceNode):
+            self.fail(node, f"{self.context}: '{key}' must be a list of whole numbers")
+        return tuple(self._typed(item, key, int) for item in node.value)
+
     def string_map(self, key: str) -> dict[str, str]:
         node = self.node_of(key)
         if node is None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import TypeVar
 
-from harness.compare.diff import Change, Comparison, Flaky, ModuleRow, Regression
+from harness.compare.diff import Change, Comparison, Flaky, KnownFixed, ModuleRow, Regression
 from harness.compare.sweep import Sweep
 
 _LISTED = 50  # tests listed by name per category up to this many; counts are always complete
@@ -22,13 +22,15 @@ def render(comparison: Comparison) -> str:
         lines.append("**INVALID comparison: no verdict.**")
         lines.extend(f"- {problem}" for problem in comparison.problems)
     lines.extend(f"- note: {note}" for note in comparison.notes)
-    lines += ["", (f"Regressions: **{len(comparison.regressions)}** · fixes: {len(comparison.fixes)} · "
+    known = f" (+{len(comparison.known)} known)" if comparison.known else ""
+    lines += ["", (f"Regressions: **{len(comparison.regressions)}**{known} · fixes: {len(comparison.fixes)} · "
                    f"new: {len(comparison.new)} · missing: {len(comparison.missing)} · flaky: {len(comparison.flaky)}"), ""]
     lines += _module_table(comparison.modules)
     if comparison.regressions:
         lines += ["", "### Regressions", ""]
         for regression in comparison.regressions:
             lines += _regression(regression)
+    lines += _known_sections(comparison)
     lines += _section("Flaky", comparison.flaky, _flaky)
     lines += _section("Skip changes", comparison.skip_changes, _change)
     lines += _section("Xfail drift", comparison.xfail_drift, _change)
@@ -51,6 +53,32 @@ def _regression(r: Regression) -> list[str]:
         lines.append(f"  - baseline replay: `{r.baseline_replay}`")
     if r.replay:
         lines.append(f"  - candidate replay: `{r.replay}`")
+    return lines
+
+
+def _known_sections(comparison: Comparison) -> list[str]:
+    """Known regressions by entry of the known-regressions file, each test on a line (never hidden;
+    the JSON report has their replays), then the known ones that passed this time."""
+    lines: list[str] = []
+    by_entry: dict[str, list[Regression]] = {}
+    for regression in comparison.known:
+        by_entry.setdefault(regression.known.entry if regression.known else "", []).append(regression)
+    if by_entry:
+        lines += ["", f"### Known regressions ({len(comparison.known)}, from {comparison.known_source})", ""]
+    for entry, regressions in by_entry.items():
+        known = regressions[0].known
+        assert known is not None
+        link = f" ({known.link})" if known.link else ""
+        lines.append(f"- `{known.pattern}` ({entry}): {known.reason}{link}")
+        lines += [f"  - `{r.test}`: {r.baseline} → **{r.candidate}** ({r.classification})" for r in regressions]
+    fixed: dict[str, list[KnownFixed]] = {}
+    for item in comparison.known_fixed:
+        fixed.setdefault(item.known.entry, []).append(item)
+    if fixed:
+        lines += ["", f"### Known, now fixed ({len(comparison.known_fixed)})", ""]
+    for entry, items in fixed.items():
+        lines.append(f"- `{items[0].known.pattern}` ({entry}) passed this time: remove the entry")
+        lines += [f"  - `{item.test}`" for item in items]
     return lines
 
 
@@ -78,10 +106,11 @@ def _module_table(rows: tuple[ModuleRow, ...]) -> list[str]:
     lines = ["| Module | Baseline P/F/E/S/XF | Candidate P/F/E/S/XF | Compiled | Regressions |",
              "|---|---|---|---|---|"]
     for row in rows:
-        regressions = f"**{row.regressions}**" if row.regressions else "0"
+        regressions = _regressions_cell(row)
         lines.append(f"| {row.module} | {counts(row.baseline)} | {counts(row.candidate)} | {_compiled(row)} | {regressions} |")
+    known = sum(r.known for r in rows)
     lines.append(f"| **TOTAL** | {counts(_sum(r.baseline for r in rows))} | {counts(_sum(r.candidate for r in rows))} | "
-                 f"{_compiled_total(rows)} | {sum(r.regressions for r in rows)} |")
+                 f"{_compiled_total(rows)} | {sum(r.regressions for r in rows)}{f' (+{known} known)' if known else ''} |")
     return lines
 
 
@@ -99,7 +128,7 @@ def render_sweep(sweep: Sweep) -> str:
         baseline = next((row.baseline for row in rows if row is not None), {})
         lines.append(f"| {module} | {counts(baseline)} | " + " | ".join(_cell(row) for row in rows) + " |")
     totals = [f"{counts(_sum(r.candidate for r in c.modules))} · {_compiled_total(c.modules)} · {len(c.regressions)}"
-              for c in sweep.comparisons]
+              + (f" (+{len(c.known)} known)" if c.known else "") for c in sweep.comparisons]
     baseline_total = counts(_sum(r.baseline for r in sweep.comparisons[0].modules))
     lines.append(f"| **TOTAL** | {baseline_total} | " + " | ".join(totals) + " |")
     return "\n".join(lines) + "\n"
@@ -108,8 +137,13 @@ def render_sweep(sweep: Sweep) -> str:
 def _cell(row: ModuleRow | None) -> str:
     if row is None:
         return "absent"
-    regressions = f"**{row.regressions}**" if row.regressions else "0"
-    return f"{counts(row.candidate)} · {_compiled(row)} · {regressions}"
+    return f"{counts(row.candidate)} · {_compiled(row)} · {_regressions_cell(row)}"
+
+
+def _regressions_cell(row: ModuleRow) -> str:
+    """New regressions in bold, known ones beside them."""
+    new = f"**{row.regressions}**" if row.regressions else "0"
+    return new + (f" (+{row.known} known)" if row.known else "")
 
 
 def _compiled(row: ModuleRow) -> str:
