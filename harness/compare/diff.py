@@ -114,7 +114,8 @@ class Comparison:
     xfail_drift: tuple[Change, ...] = ()
     failure_changes: tuple[Change, ...] = ()
     configuration: str = ""  # the candidate's configuration name (sweeps group on it)
-    threshold: int | None = None  # the candidate's JIT threshold
+    threshold: int | None = None  # the candidate's JIT threshold, as requested
+    jit_threshold: int | None = None  # as CinderX reported it in every test process (None: not read back)
     tier: str = ""
     known: tuple[Regression, ...] = ()  # regressions the known-regressions file names (not in `regressions`)
     known_fixed: tuple[KnownFixed, ...] = ()  # known regressions that passed this time
@@ -172,6 +173,7 @@ def compare(baseline: Side, candidate: Side, allow: Allowances = Allowances()) -
         **_changes(before, after),
         configuration=str(candidate.record.configuration.get("name", "")) if candidate.record else "",
         threshold=candidate.record.threshold if candidate.record else None,
+        jit_threshold=validity.read_back_threshold(candidate.record),
         tier=candidate.record.tier if candidate.record else "",
     )
 

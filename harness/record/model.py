@@ -61,6 +61,8 @@ class FileRecord:
     culprit: str | None = None
     processes: int = 1  # more than 1 when the file was resumed in a new process after a crash or hang
     restart: str | None = None  # how it resumes: "warm" (a fork of the collected process) or "fresh: <why>"
+    jit_processes: tuple[dict[str, Any], ...] = ()  # per test process: the JIT state CinderX reported at the
+    # switch (`applied`, with `collected` and `compiled_before`) and at the end (`finished`)
 
     @property
     def vacuous(self) -> bool:
@@ -108,7 +110,8 @@ class RunRecord:
         known = {f.name for f in fields(cls)}
         file_fields = {f.name for f in fields(FileRecord)}
         values = {key: value for key, value in data.items() if key in known}
-        values["files"] = tuple(FileRecord(**{k: v for k, v in item.items() if k in file_fields})
+        values["files"] = tuple(FileRecord(**{k: tuple(v) if k == "jit_processes" else v
+                                              for k, v in item.items() if k in file_fields})
                                 for item in data.get("files", ()))
         values["targets"] = tuple(values.get("targets", ()))
         values["stages"] = tuple(values.get("stages", ()))

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TypeVar
 
 from harness.compare.diff import Change, Comparison, Flaky, KnownFixed, ModuleRow, Regression
-from harness.compare.sweep import Sweep
+from harness.compare.sweep import Sweep, column_label
 
 _LISTED = 50  # tests listed by name per category up to this many; counts are always complete
 T = TypeVar("T")
@@ -116,7 +116,7 @@ def _module_table(rows: tuple[ModuleRow, ...]) -> list[str]:
 
 def render_sweep(sweep: Sweep) -> str:
     """One row per module, one column per threshold: candidate counts · compiled · regressions."""
-    columns = [f"threshold {c.threshold}" + ("" if c.valid else " (INVALID)") for c in sweep.comparisons]
+    columns = [column_label(c) for c in sweep.comparisons]
     tier = f" (tier {sweep.tier})" if sweep.tier else ""
     lines = [f"## Threshold sweep: {sweep.configuration} vs {sweep.baseline}{tier}", "",
              "Each threshold cell: candidate P/F/E/S/XF · functions compiled · regressions.", "",

@@ -88,17 +88,20 @@ class FileSummary:
     jit_error: str | None
     contamination: str | None
     restart: str | None  # how the last test process would resume after a crash: "warm" or "fresh: <why>"
+    jit_processes: tuple[dict[str, Any], ...] = ()  # per process that switched the JIT: `applied`, `finished` states
 
 
 def summarize(module: str, file: str, events: list[dict[str, Any]]) -> FileSummary:
     results: dict[str, TestResult] = {}
     sessions: list[dict[str, Any]] = []  # per session: its last known JIT state
+    readbacks: list[dict[str, Any]] = []  # per session: the JIT state at its switch and at its end
     hosts = 0
     jit_error = contamination = restart = None
     for event in events:
         kind = event["event"]
         if kind in SESSION_STARTS:
             sessions.append({})
+            readbacks.append({})
             contamination = contamination or event.get("contamination")
         elif kind == Event.RESTART:
             restart = event["mode"]
@@ -113,12 +116,15 @@ def summarize(module: str, file: str, events: list[dict[str, Any]]) -> FileSumma
             jit_error = jit_error or event.get("error")
             if sessions:
                 sessions[-1].update(event["state"])
+                readbacks[-1]["applied"] = {**event["state"], "collected": event.get("collected"),
+                                            "compiled_before": event.get("compiled_before")}
         elif kind == Event.JIT_COUNT and sessions:
             sessions[-1]["compiled"] = event["compiled"]
         elif kind == Event.SESSION_FINISH and sessions:
             sessions[-1].update(event["jit"])
+            readbacks[-1]["finished"] = event["jit"]
     return FileSummary(tuple(results.values()), len(sessions) - hosts, _jit_over(sessions), jit_error, contamination,
-                       restart)
+                       restart, tuple(r for r in readbacks if "applied" in r))
 
 
 def _jit_over(sessions: list[dict[str, Any]]) -> dict[str, Any] | None:

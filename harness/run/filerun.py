@@ -170,6 +170,7 @@ def run_file(context: FileContext, file: str, targets: list[str], on_event: Even
         duration=round(time.monotonic() - began, 3), counts=dict(sorted(counts.items())), jit=summary.jit,
         jit_error=summary.jit_error, contamination=summary.contamination,
         culprit="; ".join(culprits) or None, processes=summary.processes, restart=summary.restart,
+        jit_processes=summary.jit_processes,
     )
     return FileOutcome(record, summary.results)
 
