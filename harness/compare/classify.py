@@ -9,16 +9,18 @@ import re
 
 _SIGNAL = re.compile(r"\bSIG[A-Z]+\b")
 _EXIT = re.compile(r"exit status (-?\d+)")
+_FALLBACK = re.compile(r"\(silent fallback\)|torch\.compile with fullgraph=True found no compiled frames")
 _NUMERIC = re.compile(r"not close|Mismatched elements|Greatest (?:absolute|relative) difference|allclose", re.I)
 _INFRASTRUCTURE = re.compile(r"^(?:collection error|(?:E\s+)?(?:ImportError|ModuleNotFoundError)\b)")
 _EXCEPTION = re.compile(r"^(?:E\s+)?([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning))\b")
 
 CRASH, TIMEOUT, INFRASTRUCTURE, NUMERICS = "crash", "timeout", "infrastructure (collection or import)", "numerics beyond tolerance"
+FALLBACK = "torch.compile fell back to eager"  # the interop matrix's proof (harness/interop) or dynamo's own error
 
 
 def classify(outcome: str, message: str) -> str:
-    """`crash (SIGSEGV)`, `timeout`, `infrastructure (collection or import)`,
-    `numerics beyond tolerance`, `exception (TypeError)`, or the bare outcome."""
+    """`crash (SIGSEGV)`, `timeout`, `infrastructure (collection or import)`, `torch.compile fell back
+    to eager`, `numerics beyond tolerance`, `exception (TypeError)`, or the bare outcome."""
     text = message.strip()
     if outcome == "crashed":
         signal_name = _SIGNAL.search(text)
@@ -30,6 +32,8 @@ def classify(outcome: str, message: str) -> str:
         return TIMEOUT
     if _INFRASTRUCTURE.match(text):
         return INFRASTRUCTURE
+    if _FALLBACK.search(text):
+        return FALLBACK
     if _NUMERIC.search(text):
         return NUMERICS
     exception = _EXCEPTION.match(text)
