@@ -57,6 +57,10 @@ class Cell:
     def compile(self) -> None:
         self.compiled = self.subject.compile(self.backend, self.fullgraph)
 
+    def compile_and_run(self) -> None:
+        self.compile()
+        self.run_compiled()
+
     def run_compiled(self, times: int = CALLS, call: Callable[..., Any] | None = None) -> None:
         """Call torch.compile's callable (through `call`, when given) and prove every call ran the graph."""
         assert self.compiled is not None
@@ -79,6 +83,11 @@ class Cell:
     def call_directly(self, times: int) -> None:
         for _ in range(times):
             self.subject.direct(self.x)
+
+    def make_hot(self) -> None:
+        """Call the target directly past the threshold; CinderX must then report it JIT-compiled."""
+        self.call_directly(hot_calls())
+        claim_compiled(self.subject.target)
 
 
 def claim(reached: bool, what: str) -> None:
@@ -103,33 +112,24 @@ def run(state: State, kind: Kind, fullgraph: bool, backend: Callable[[], Countin
 
 def _fresh(cell: Cell) -> None:
     claim_compiled(cell.subject.target, compiled=False)
-    cell.compile()
-    cell.run_compiled()
+    cell.compile_and_run()
 
 
 def _hot(cell: Cell) -> None:
-    cell.call_directly(hot_calls())
-    claim_compiled(cell.subject.target)
-    cell.compile()
-    cell.run_compiled()
+    cell.make_hot()
+    cell.compile_and_run()
 
 
 def _uncompiled(cell: Cell) -> None:
-    cell.call_directly(hot_calls())
-    claim_compiled(cell.subject.target)
+    cell.make_hot()
     jit.uncompile(cell.subject.target)
-    claim_compiled(cell.subject.target, compiled=False)
-    cell.compile()
-    cell.run_compiled()
+    _fresh(cell)
 
 
 def _deoptimized(cell: Cell) -> None:
-    cell.call_directly(hot_calls())
-    claim_compiled(cell.subject.target)
+    cell.make_hot()
     with jit.deoptimized():
-        claim_compiled(cell.subject.target, compiled=False)
-        cell.compile()
-        cell.run_compiled()
+        _fresh(cell)
     claim_compiled(cell.subject.target)  # the JIT put its code back
     cell.run_compiled()
 
@@ -177,8 +177,7 @@ def entry_function(compiled: Any) -> Callable[..., Any]:
 def _hot_after_capture(cell: Cell) -> None:
     cell.compile()
     cell.run_compiled(times=1)
-    cell.call_directly(hot_calls())
-    claim_compiled(cell.subject.target)
+    cell.make_hot()
     cell.run_compiled()
 
 
