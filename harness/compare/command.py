@@ -54,6 +54,10 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                          help="compare runs of different interpreter versions (the report says so)")
         sub.add_argument("--merged-junit", type=path_argument, metavar="PATH",
                          help="also write one JUnit XML of every side, the configuration as a property")
+        sub.add_argument("--known-regressions", type=Path, metavar="FILE",
+                         help="known regressions that add to (per configuration: replace) the shipped "
+                              "harness/configure/data/known_regressions.yaml (default: $HARNESS_KNOWN_REGRESSIONS); "
+                              "they are reported apart and do not count in the exit status")
 
 
 def _positive(text: str) -> int:
@@ -150,21 +154,25 @@ def _check_outputs(args: argparse.Namespace) -> None:
 
 
 def _report(pairs: list[tuple[Side, Side]], args: argparse.Namespace, perf: PerfComparison | None = None) -> int:
+    from harness.compare import known
     from harness.compare.confirm import Reruns, confirm
     from harness.compare.diff import Comparison, compare
     from harness.compare.validity import Allowances
+    from harness.configure.configurations import load_catalog
     from harness.report.merged_junit import write_merged
     from harness.report.model import build
     from harness.report.output import deliver
 
     _check_outputs(args)
     allow = Allowances(interpreter_mismatch=args.allow_interpreter_mismatch)
+    ran = {str(c.record.configuration.get("name")) for _, c in pairs if c.record is not None}
+    known_regressions = known.load(args.known_regressions, set(load_catalog().configurations) | ran)
     comparisons: list[Comparison] = []
     for baseline, candidate in pairs:
         comparison = compare(baseline, candidate, allow)
         if args.confirm and comparison.valid and comparison.regressions:
             comparison = confirm(comparison, candidate, Reruns(args.confirm, args.confirm_timeout, args.confirm_restart), _announce)
-        comparisons.append(comparison)
+        comparisons.append(known.classify(comparison, known_regressions, candidate.results))
     if args.merged_junit:
         write_merged(args.merged_junit, [("baseline", b) for b, _ in pairs] + [("candidate", c) for _, c in pairs])
     deliver(build(comparisons, perf=perf), args.formats or ["md"], args.out)

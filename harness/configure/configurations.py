@@ -10,6 +10,7 @@ import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from harness.configure import cinderx_variables
 from harness.configure.yamlfile import Section, load_section
 from harness.errors import HarnessError
 from harness.protocol import DEFAULT_THRESHOLD, Activation, JitMode, Request
@@ -127,8 +128,20 @@ def _configuration(name: str, section: Section) -> Configuration:
         compile_disengage=section.scalar("compile_disengage", bool, False),
         origin=f"{section.path}:{section.node.start_mark.line + 1}",
     )
+    _check_cinderx_variables(name, section)
     if configuration.python_is_path and not Path(configuration.python).is_file():
         section.fail(python_node, f"configuration '{name}': 'python': interpreter {configuration.python} does not exist")
     if not configuration.venv and not configuration.python_is_path:
         section.fail(python_node, f"configuration '{name}': venv: false needs 'python' to be an interpreter's path")
     return configuration
+
+
+def _check_cinderx_variables(name: str, section: Section) -> None:
+    """CinderX silently ignores variables it does not know: in its namespaces, only known names."""
+    if not section.has("env"):
+        return
+    known = cinderx_variables.known()
+    for key, _ in section.child("env").node.value:
+        if cinderx_variables.governed(key.value) and key.value not in known:
+            section.fail(key, f"configuration '{name}': env: CinderX does not know '{key.value}' and would ignore it "
+                              f"(its variables: {cinderx_variables.DATA.name})")

@@ -197,12 +197,18 @@ class Section:
         return allowed[word]
 
     def strings(self, key: str) -> tuple[str, ...]:
+        return self._list(key, str, "strings")
+
+    def integers(self, key: str) -> tuple[int, ...]:
+        return self._list(key, int, "whole numbers")
+
+    def _list(self, key: str, kind: type[T], what: str) -> tuple[T, ...]:
         node = self.node_of(key)
         if node is None:
             return ()
         if not isinstance(node, yaml.SequenceNode):
-            self.fail(node, f"{self.context}: '{key}' must be a list of strings")
-        return tuple(self._typed(item, key, str) for item in node.value)
+            self.fail(node, f"{self.context}: '{key}' must be a list of {what}")
+        return tuple(self._typed(item, key, kind) for item in node.value)
 
     def string_map(self, key: str) -> dict[str, str]:
         node = self.node_of(key)

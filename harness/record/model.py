@@ -65,6 +65,8 @@ class FileRecord:
     restart: str | None = None  # how it resumes: "warm" (a fork of the collected process) or "fresh: <why>"
     descendants: dict[str, Any] | None = None  # Descendants.as_dict(): the JIT in processes the tests started
     stream_errors: tuple[str, ...] = ()  # lines of its event stream that were not events ("line N: 'text'")
+    jit_processes: tuple[dict[str, Any], ...] = ()  # per test process: the JIT state CinderX reported at the
+    # switch (`applied`, with `collected` and `compiled_before`) and at the end (`finished`)
 
     @property
     def compiled(self) -> int:
@@ -125,6 +127,7 @@ class RunRecord:
     command: list[str] = field(default_factory=list)
     targets: tuple[str, ...] = ()  # the files or node ids this run was asked to run (a shard's share)
     shard: str | None = None  # "I/N" when the tier was split across machines
+    stages: tuple[str, ...] = ()  # the tier's stages the run selected (--stage); none: the whole tier
     python: str = ""  # the interpreter the test processes ran under (what --resume reuses)
     absent: tuple[str, ...] = ()  # files the tier names that the tests directory does not have
     entries: tuple[str, ...] = ()  # PyTorch database entries the run was narrowed to (--select NAME)

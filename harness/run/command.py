@@ -66,7 +66,7 @@ def _run(args: argparse.Namespace) -> int:
     if not args.config or not args.tier:
         raise HarnessError("run needs --config and --tier (or --resume RUN_DIR)")
     configuration = load_catalog().get(args.config).with_threshold(args.threshold)
-    tier, tests_dir = get_tier(args.tier).located(args.tests_dir)
+    tier, tests_dir = get_tier(args.tier).selecting(args.stage).located(args.tests_dir)
     tests_dir = tests_dir.resolve()
     python = args.python or default_python()
     targets, entries = _selection(args.select, tier, tests_dir, configuration, python) if args.select \
@@ -82,6 +82,7 @@ def _run(args: argparse.Namespace) -> int:
     request = RunRequest(
         configuration=configuration, tier=tier, tests_dir=tests_dir, targets=targets, results_root=results,
         python=python, command=tuple(sys.argv), jobs=args.jobs, shard=args.shard, absent=absent, entries=entries,
+        stages=tuple(args.stage or ()),
     )
     print(f"run directory: {execute(request)}")
     return ExitStatus.OK
@@ -121,10 +122,6 @@ def _tier_files(tier: Tier, tests_dir: Path, stages: list[str] | None) -> list[s
     files = tier.discover(tests_dir)
     if not stages:
         return files
-    unknown = [s for s in stages if s not in tier.stages]
-    if unknown:
-        known = ", ".join(tier.stages) or "none"
-        raise HarnessError(f"--stage {' '.join(unknown)}: tier '{tier.name}' has no such stage (stages: {known})")
     wanted = {pattern for stage in stages for pattern in tier.stages[stage]}
     return [f for f in files if any(Path(f).match(pattern) for pattern in wanted)]
 
@@ -137,7 +134,10 @@ def _resume(args: argparse.Namespace) -> int:
 
     record = RunDirectory(args.resume).read_record()
     configuration = load_catalog().get(record.configuration["name"]).with_threshold(record.threshold)
-    print(f"run directory: {resume(args.resume, configuration, get_tier(record.tier), args.jobs)}")
+    tier = get_tier(record.tier).selecting(record.stages)
+    if (record.test_sources.get("origin") or {}).get("kind") == "torch" and tier.bundled is not None:
+        tier = tier.bundled  # the run ran the suites inside torch: resume them the same way
+    print(f"run directory: {resume(args.resume, configuration, tier, args.jobs)}")
     return ExitStatus.OK
 
 

@@ -185,11 +185,13 @@ class FileSummary:
     contamination: str | None
     restart: str | None  # how the last test process would resume after a crash: "warm" or "fresh: <why>"
     internal_error: str | None = None  # pytest broke (INTERNALERROR), and how many tests never ran
+    jit_processes: tuple[dict[str, Any], ...] = ()  # per process that switched the JIT: `applied`, `finished` states
 
 
 def summarize(module: str, file: str, events: list[dict[str, Any]]) -> FileSummary:
     results: dict[str, TestResult] = {}
     sessions: list[dict[str, Any]] = []  # per session: its last known JIT state
+    readbacks: list[dict[str, Any]] = []  # per session: the JIT state at its switch and at its end
     hosts = 0
     jit_error = contamination = restart = internal_error = None
     running: str | None = None
@@ -198,6 +200,7 @@ def summarize(module: str, file: str, events: list[dict[str, Any]]) -> FileSumma
         kind = event["event"]
         if kind in SESSION_STARTS:
             sessions.append({})
+            readbacks.append({})
             contamination = contamination or event.get("contamination")
         elif kind == Event.RESTART:
             restart = event["mode"]
@@ -227,12 +230,15 @@ def summarize(module: str, file: str, events: list[dict[str, Any]]) -> FileSumma
             jit_error = jit_error or event.get("error")
             if sessions:
                 sessions[-1].update(event["state"])
+                readbacks[-1]["applied"] = {**event["state"], "collected": event.get("collected"),
+                                            "compiled_before": event.get("compiled_before")}
         elif kind == Event.JIT_COUNT and sessions:
             sessions[-1]["compiled"] = event["compiled"]
         elif kind == Event.SESSION_FINISH and sessions:
             sessions[-1].update(event["jit"])
+            readbacks[-1]["finished"] = event["jit"]
     return FileSummary(tuple(results.values()), len(sessions) - hosts, _jit_over(sessions), jit_error, contamination,
-                       restart, internal_error)
+                       restart, internal_error, tuple(r for r in readbacks if "applied" in r))
 
 
 def summarize_descendants(events: list[dict[str, Any]], reports: Path) -> Descendants | None:

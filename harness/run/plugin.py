@@ -65,6 +65,7 @@ if _private[Env.CONTROL_FD]:
     os.set_inheritable(int(_private[Env.CONTROL_FD]), False)  # no program a test runs gets the runner's commands
 _recorder = Recorder(None)
 _restart = "fresh"  # "warm" when this process forks its tests' workers, else "fresh: <why>"
+_collected = False  # collection finished in this process (or in the warm host it was forked from)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -126,7 +127,8 @@ def _leave_out_finished(config: pytest.Config, items: list[pytest.Item]) -> None
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
-    global _restart
+    global _restart, _collected
+    _collected = True
     _recorder.emit(Event.COLLECTED, count=len(session.items))
     why_not = _why_not_warm(session)
     _restart = f"fresh: {why_not}" if why_not else "warm"
@@ -184,8 +186,11 @@ def _keep_selected(config: pytest.Config, items: list[pytest.Item]) -> None:
 
 
 def _switch_jit() -> None:
+    """Apply the JIT request; record what CinderX reports before and after (validity compares them)."""
+    before = jit.snapshot()
     error = jit.apply(_request)
-    _recorder.emit(Event.JIT_APPLIED, error=error, state=jit.snapshot().as_dict())
+    _recorder.emit(Event.JIT_APPLIED, error=error, state=jit.snapshot().as_dict(), collected=_collected,
+                   compiled_before=before.compiled)
     if _request.mode != JitMode.ABSENT:  # the processes the tests start get the same JIT, and prove it
         _recorder.children_ended = descendant.engage_descendants(_recorder.emit)
 

@@ -50,6 +50,7 @@ class RunRequest:
     shard: str | None = None
     absent: tuple[str, ...] = ()  # files the tier names that the tests directory lacks (recorded, announced)
     entries: tuple[str, ...] = ()  # PyTorch database entries the bundled suites are narrowed to (--select NAME)
+    stages: tuple[str, ...] = ()  # the tier's stages this run selected (--stage)
 
 
 def group_targets(targets: tuple[str, ...]) -> dict[str, list[str]]:
@@ -132,6 +133,7 @@ def _first_record(request: RunRequest, run: RunDirectory, env: dict[str, str], s
         command=list(request.command),
         targets=request.targets,
         shard=request.shard,
+        stages=request.stages,
         python=request.python,
         absent=request.absent,
         entries=request.entries,

@@ -15,10 +15,11 @@ from pathlib import Path
 
 import pytest
 
+from harness.compare import known
 from harness.compare.diff import compare
 from harness.record.store import load_side
 from harness.report import html
-from harness.report.model import Culprit, History, KnownEntry, Since, Trend, TrendPoint, build
+from harness.report.model import Culprit, History, Since, Trend, TrendPoint, build
 from tests.browser.conftest import harness
 from tests.conftest import FIXTURES, run_fixtures
 from tests.unit.test_perf_report import run_directory, suite_file
@@ -65,8 +66,12 @@ def annotated(baseline: Path, candidate: Path):
     """The valid diff with the optional parts other producers add: known regressions, a culprit, history."""
     comparison = compare(load_side(baseline), load_side(candidate))
     label = comparison.candidate
-    known = [KnownEntry("test_ops::test_add_is_right", "wrong rounding in add, upstream bug", link="https://example.org/1"),
-             KnownEntry("test_ops::test_sub_is_right", "fixed by the last release")]
+    entries = baseline.parent.parent / "known.yaml"
+    entries.write_text("known_regressions:\n  fixture:\n"
+                       "    - {test: 'test_ops::test_add_is_right', reason: 'wrong rounding in add, upstream bug',"
+                       " link: 'https://example.org/1'}\n"
+                       "    - {test: 'test_ops::test_sub_is_right', reason: fixed by the last release}\n")
+    comparison = known.classify(comparison, known.load(entries), load_side(candidate).results)
     culprit = Culprit(("test_crash:test_crashes (test_crash.py:7)",), passes=("inliner",),
                       reproducer="python -X jit-list-file=culprit.txt -m pytest test_crash.py::test_crashes",
                       probes=9, seconds=12.0)
@@ -74,7 +79,7 @@ def annotated(baseline: Path, candidate: Path):
                                for n, (regressions, flaky) in enumerate(((0, 1), (2, 1), (4, 0)), 1)))
     history = History(trends=(trend,), new_since=(Since(label, "test_crash::test_crashes", "run 2"),),
                       recovered=(Since(label, "test_ops::test_mul_is_right", "run 3"),))
-    return build([comparison], known=known, culprits={(label, "test_crash::test_crashes"): culprit}, history=history)
+    return build([comparison], culprits={(label, "test_crash::test_crashes"): culprit}, history=history)
 
 
 def data(folder: Path):

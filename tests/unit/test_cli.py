@@ -34,7 +34,7 @@ def test_diff_of_pytest_junit_directories_finds_the_regression(tmp_path):
     assert report["regressions"][0]["test"].endswith("test_outcomes::test_passes")
     # plain pytest JUnit: the module comes from the classname (pytest's rootdir is this repository)
     assert report["modules"][0] == {"module": "tests.fixtures.outcomes.test_outcomes", "baseline": {"passed": 3}, "candidate": {"failed": 1, "passed": 2},
-                                    "jit_compiled": None, "regressions": 1, "vacuous": False}
+                                    "jit_compiled": None, "regressions": 1, "known_regressions": 0, "vacuous": False}
 
 
 def test_same_junit_against_itself_exits_zero_and_writes_every_format(tmp_path):
