@@ -196,10 +196,8 @@ def _trends(report: Report) -> dict[str, Any] | None:
 
 def _known(report: Report) -> dict[str, Any] | None:
     """Known regressions still failing, and known ones that passed (their entries can go)."""
-    if not report.known_source:
-        return None
     still = [{"test": f.test, "configuration": f.configuration, "reason": f.known.reason, "link": f.known.link,
               "entry": f.known.entry} for f in report.findings if f.known]
     fixed = [{"test": item.test, "configuration": s.comparison.candidate, "reason": item.known.reason,
               "link": item.known.link, "entry": item.known.entry} for s in report.sections for item in s.known_fixed]
-    return {"source": report.known_source, "failing": still, "fixed": fixed}
+    return {"source": report.known_source, "failing": still, "fixed": fixed} if still or fixed else None

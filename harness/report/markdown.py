@@ -48,6 +48,11 @@ def _section(report: Report, section: Section) -> str:
                  if comparison.known_fixed else "")
         lines += [f"Known regressions: {len(comparison.known)}, from {comparison.known_source}{fixed} "
                   "(every one listed in the HTML and JSON reports).", ""]
+        known = [f for f in section.regressions if f.known]
+        lines += [f"- `{f.test}` ({f.known.entry}): {f.known.reason}" + (f" ({f.known.link})" if f.known.link else "")
+                  for f in known[:TOP_REGRESSIONS]]
+        lines += [f"- … {len(known) - TOP_REGRESSIONS} more known (HTML and JSON reports)"] if len(known) > TOP_REGRESSIONS else []
+        lines += [""] if known else []
     trend = next((t for t in report.history.trends if t.configuration == comparison.candidate), None) \
         if report.history else None
     if trend is not None and trend.points:
@@ -105,7 +110,7 @@ def _module_table(rows: tuple[ModuleRow, ...]) -> list[str]:
 def _sweep(line: SweepLine) -> str:
     """One row per module (worst first), one column per threshold: candidate counts · compiled · regressions."""
     sweep = line.sweep
-    columns = [column_label(c) + ("" if c.valid else " (INVALID)") for c in sweep.comparisons]
+    columns = [column_label(c) for c in sweep.comparisons]
     lines = [f"## Threshold sweep: {line.title}", "",
              "Each threshold cell: candidate P/F/E/S/XF · functions compiled · regressions.", "",
              "| Module | Baseline P/F/E/S/XF | " + " | ".join(columns) + " |",

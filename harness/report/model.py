@@ -349,7 +349,9 @@ def _worst_first(line: ModuleLine) -> tuple[int, float, str]:
 
 
 def _sweep_line(sweep: Sweep) -> SweepLine:
-    return SweepLine(sweep, tuple(SweepPoint(c.threshold or 0, len(c.regressions), compiled_total(c.modules), c.valid)
+    """Each point at the threshold CinderX reported back (the requested one where none was read back)."""
+    return SweepLine(sweep, tuple(SweepPoint(c.jit_threshold if c.jit_threshold is not None else c.threshold or 0,
+                                             len(c.regressions), compiled_total(c.modules), c.valid)
                                   for c in sweep.comparisons))
 
 

@@ -60,8 +60,9 @@ def test_p3_interop_stage_runs_harness_files_alone_under_pytest():
     p3 = get_tier("p3")
     stage = p3.selecting(["interop"])
     assert (stage.name, stage.source, stage.entry) == ("p3", "harness", "pytest")
-    assert stage.discover(stage.tests_dir(None)) == ["harness/interop/test_backends.py", "harness/interop/test_matrix.py"]
-    assert stage.tests_dir(None) == HARNESS_ROOT
+    located, tests_dir = stage.located(None)
+    assert located.discover(tests_dir) == ["harness/interop/test_backends.py", "harness/interop/test_matrix.py"]
+    assert tests_dir == HARNESS_ROOT
     assert p3.selecting(["capture"]) is p3 and p3.selecting(None) is p3
     with pytest.raises(HarnessError, match="--stage interop: its files come from the harness, not from the tier's "
                                            "pytorch source: select it alone"):

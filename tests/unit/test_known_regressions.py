@@ -37,12 +37,12 @@ def test_a_known_regression_is_listed_apart_and_exits_zero(tmp_path, capsys):
     assert status == 0 and report["summary"]["regressions"] == 0 and report["summary"]["known_regressions"] == 1
     [known] = report["known_regressions"]
     assert known["test"] == "test_ops.TestX::test_add" and known["candidate"] == "failed"
-    assert (known["reason"], known["link"]) == ("the JIT miscompiles add", "https://example.org/bug/1")
-    assert known["entry"] == f"{tmp_path / 'known.yaml'}:3" and known["replay"] is not None
+    assert (known["known"]["reason"], known["known"]["link"]) == ("the JIT miscompiles add", "https://example.org/bug/1")
+    assert known["known"]["entry"] == f"{tmp_path / 'known.yaml'}:3" and known["replay"] is not None
     assert report["modules"][0]["regressions"] == 0 and report["modules"][0]["known_regressions"] == 1
     assert main(["diff", str(stock), str(jit), "--known-regressions", str(tmp_path / "known.yaml")]) == 0
     markdown = capsys.readouterr().out
-    assert "Regressions: **0** (+1 known)" in markdown and "### Known regressions (1, from " in markdown
+    assert "Regressions: **0** (+1 known)" in markdown and "Known regressions: 1, from " in markdown
     assert "- `test_ops.TestX::test_add` (" in markdown and "the JIT miscompiles add (https://example.org/bug/1)" in markdown
 
 
@@ -63,7 +63,7 @@ def test_a_known_regression_that_passes_is_reported_as_fixed(tmp_path, capsys):
                                       "reason": "the JIT miscompiles add", "link": "https://example.org/bug/1",
                                       "known_as": "test_ops.TestX::test_add", "entry": f"{tmp_path / 'known.yaml'}:3"}]
     main(["diff", str(stock), str(jit), "--known-regressions", str(tmp_path / "known.yaml")])
-    assert "### Known, now fixed (1)" in capsys.readouterr().out
+    assert "known, now fixed: 1 (remove their entries)" in capsys.readouterr().out
 
 
 def test_patterns_and_thresholds_choose_what_is_known(tmp_path, capsys):
