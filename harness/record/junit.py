@@ -15,7 +15,7 @@ Every unreadable file ends in one HarnessError naming the file.
 from __future__ import annotations
 
 import shlex
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import BinaryIO
@@ -26,7 +26,7 @@ from junitparser import Error, Failure, JUnitXml, Properties, Property, Skipped,
 
 from harness.errors import HarnessError
 from harness.protocol import Outcome
-from harness.record.model import TestResult
+from harness.record.model import StoredResult, TestResult
 
 _RESULT_ELEMENT = {Outcome.FAILED: Failure, Outcome.ERROR: Error, Outcome.CRASHED: Error, Outcome.TIMEOUT: Error,
                    Outcome.SKIPPED: Skipped, Outcome.XFAILED: Skipped}
@@ -101,10 +101,16 @@ def read_results(path: Path) -> list[TestResult]:
     A test written several times in one suite (pytest-rerunfailures under --junitxml writes every
     attempt as its own <testcase>) is one result: the last attempt decides, earlier ones become
     its attempts."""
+    return list(iter_results(path))
+
+
+def iter_results(path: Path) -> Iterator[TestResult]:
+    """The results of `read_results`, a <testsuite> at a time: memory holds one suite, never the
+    whole file (pytest's own --junitxml writes one suite per session)."""
     reader = _Reader(path)
     try:
         with open(path, "rb") as handle:
-            return reader.read(handle)
+            yield from reader.read(handle)
     except (ExpatError, DefusedXmlException, OSError, UnicodeError, ValueError) as error:
         reason = " ".join(str(error).split()) or type(error).__name__
         raise HarnessError(f"{path}: not readable as JUnit XML: {type(error).__name__}: {reason}") from None
@@ -146,7 +152,8 @@ class _Reader:
         self.parser.UnparsedEntityDeclHandler = self._entity
         self.parser.ExternalEntityRefHandler = self._external
 
-    def read(self, handle: BinaryIO) -> list[TestResult]:
+    def read(self, handle: BinaryIO) -> Iterator[TestResult]:
+        """The results of every suite settled so far, after each chunk."""
         try:
             position = 0
             while chunk := handle.read(READ_CHUNK):
@@ -155,11 +162,16 @@ class _Reader:
                                        f"{MAX_TOKEN >> 20} MiB (a corrupt or hostile file)")
                 self.parser.Parse(chunk, False)
                 position += len(chunk)
+                yield from self._settled()
             self.parser.Parse(b"", True)
         finally:
             del self.parser  # its handlers point back here: without this, a cycle keeps expat's buffers
         self._settle(self.suites.pop())
-        return self.results
+        yield from self._settled()
+
+    def _settled(self) -> list[TestResult]:
+        settled, self.results = self.results, []
+        return settled
 
     def _root(self, tag: str, attributes: dict[str, str]) -> None:
         if tag not in ("testsuites", "testsuite"):
@@ -283,7 +295,7 @@ def _outcome(tag: str, kind: str) -> str:
     return Outcome(kind) if kind in (Outcome.CRASHED, Outcome.TIMEOUT) else Outcome.ERROR
 
 
-def attempt_text(result: TestResult) -> str:
+def attempt_text(result: TestResult | StoredResult) -> str:
     """How an earlier attempt is kept in a test's history: `outcome: first line of the message`."""
     return f"{result.outcome}: {result.message}".rstrip(": ")
 
