@@ -24,6 +24,7 @@ from harness.configure.configurations import Configuration
 from harness.configure.tiers import HARNESS_ROOT, Tier
 from harness.errors import HarnessError
 from harness.record.fingerprint import describe_interpreter, environment_fingerprint, sources_identity
+from harness.record.ingest import ingest_finished
 from harness.record.model import FileRecord, RunRecord
 from harness.record.store import RunDirectory, new_run_directory
 from harness.run.filerun import LIVE, FileContext, run_file
@@ -55,7 +56,8 @@ def group_targets(targets: tuple[str, ...]) -> dict[str, list[str]]:
 
 
 def execute(request: RunRequest, announce: Callable[[str], None] | None = None) -> Path:
-    """Start a new run directory and run every target file in it.
+    """Start a new run directory and run every target file in it; add the finished run to the
+    results database.
 
     The first test processes start at once; the run record, for which the interpreter describes
     itself in a child process and the sources are hashed, is made and written beside them, before
@@ -78,15 +80,16 @@ def execute(request: RunRequest, announce: Callable[[str], None] | None = None) 
             record = _first_record(request, run, env, started, list(grouped))
             run.write_record(replace(record, status="complete", skipped_reason=skip, finished=_now()))
             (announce or print)(f"tier {request.tier.name} skipped: {skip}")
-            return run.root
-        context = FileContext(request.python, request.tests_dir, request.tier, config, run, env)
-        order = longest_first(list(grouped), earlier_durations(request.results_root, request.tier.name))
-        with ThreadPoolExecutor(max_workers=1) as background:
-            record = background.submit(_first_record, request, run, env, started, list(grouped))
-            _run_files(context, record, {file: grouped[file] for file in order}, request.jobs, announce)
+        else:
+            context = FileContext(request.python, request.tests_dir, request.tier, config, run, env)
+            order = longest_first(list(grouped), earlier_durations(request.results_root, request.tier.name))
+            with ThreadPoolExecutor(max_workers=1) as background:
+                record = background.submit(_first_record, request, run, env, started, list(grouped))
+                _run_files(context, record, {file: grouped[file] for file in order}, request.jobs, announce)
     except HarnessError:
         shutil.rmtree(run.root, ignore_errors=True)
         raise
+    ingest_finished(run.root, request.results_root, announce or print)  # the run is on disk, whatever happens here
     return run.root
 
 
@@ -116,7 +119,8 @@ def _first_record(request: RunRequest, run: RunDirectory, env: dict[str, str], s
 
 def resume(run_dir: Path, configuration: Configuration, tier: Tier, jobs: int,
            announce: Callable[[str], None] | None = None) -> Path:
-    """Continue an interrupted run: finished files stay, the rest run (after their last finished test)."""
+    """Continue an interrupted run: finished files stay, the rest run (after their last finished test);
+    then add the finished run to the results database of the folder it is in."""
     run = RunDirectory(run_dir)
     record = run.read_record()
     if record.status == "complete":
@@ -131,6 +135,7 @@ def resume(run_dir: Path, configuration: Configuration, tier: Tier, jobs: int,
     written: Future[RunRecord] = Future()
     written.set_result(record)
     _run_files(context, written, pending, jobs, announce)
+    ingest_finished(run.root, run.root.parent, announce or print)
     return run.root
 
 
