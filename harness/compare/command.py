@@ -7,15 +7,19 @@ runs: every other harness command, and `--help`, starts without them.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
+from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from harness.compare.history import WINDOW
 from harness.errors import HarnessError
 from harness.exits import ExitStatus
 from harness.report import FORMATS
 
 if TYPE_CHECKING:
+    from harness.compare.diff import Comparison
     from harness.record.store import Side
 
 DEFAULT_CONFIRM_TIMEOUT = 900  # seconds for one rerun process: a slow PyTorch test file's test, alone
@@ -49,6 +53,17 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                          help="compare runs of different interpreter versions (the report says so)")
         sub.add_argument("--merged-junit", type=Path, metavar="PATH",
                          help="also write one JUnit XML of every side, the configuration as a property")
+    history = commands.add_parser("history", help="trends, new failures, recoveries, slower and flaky tests over the "
+                                                  "runs in the results database")
+    history.add_argument("--results", type=Path, help="results root (default: $HARNESS_RESULTS or ./results); "
+                                                      "$HARNESS_DB names another database")
+    history.add_argument("--last", type=_positive, default=WINDOW, metavar="N",
+                         help=f"runs of each series to look back over (default: {WINDOW})")
+    history.add_argument("--config", help="only this configuration")
+    history.add_argument("--tier", help="only this tier")
+    history.add_argument("--test", metavar="TEXT", help="also show the timeline of every test whose name contains TEXT")
+    history.add_argument("--format", choices=("md", "json"), default="md", help="Markdown (default) or JSON")
+    history.set_defaults(handler=_history)
 
 
 def _positive(text: str) -> int:
@@ -109,14 +124,60 @@ def _report(pairs: list[tuple[Side, Side]], args: argparse.Namespace) -> int:
     for baseline, candidate in pairs:
         comparison = compare(baseline, candidate, allow)
         if args.confirm and comparison.valid and comparison.regressions:
-            comparison = confirm(comparison, candidate, Reruns(args.confirm, args.confirm_timeout), _announce)
+            comparison = confirm(comparison, candidate, Reruns(args.confirm, args.confirm_timeout), _announce,
+                                 _flaky_in_history(baseline, candidate))
         comparisons.append(comparison)
     if args.merged_junit:
         write_merged(args.merged_junit, [("baseline", b) for b, _ in pairs] + [("candidate", c) for _, c in pairs])
-    deliver(comparisons, args.formats or ["md"], args.out)
+    deliver(comparisons, args.formats or ["md"], args.out, _history_of(pairs))
     statuses = [c.exit_status for c in comparisons]
     return ExitStatus.INVALID if ExitStatus.INVALID in statuses else max(statuses)
 
 
 def _announce(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
+
+
+def _runs_of(sides: list[Side]) -> tuple[Path | None, list]:
+    """The results database beside the sides' run directories (if there is one), and their series."""
+    from harness.compare.history import series_of
+    from harness.record.database import database_path
+
+    runs = [(path, record) for side in sides for path, record in side.parts]
+    database = database_path(runs[0][0].parent) if runs else None
+    return (database if database is not None and database.is_file() else None,
+            list(dict.fromkeys(series_of(record) for _, record in runs)))
+
+
+def _flaky_in_history(baseline: Side, candidate: Side) -> dict[str, str]:
+    """Tests on the flaky list of either side's series, with their evidence (what --confirm consults)."""
+    from harness.compare.history import flaky_tests
+
+    database, series = _runs_of([candidate, baseline])
+    if database is None:
+        return {}
+    return {test: f"{one.label}: {timeline.evidence}" for test, (one, timeline) in flaky_tests(database, series).items()}
+
+
+def _history_of(pairs: list[tuple[Side, Side]]) -> str:
+    """The history of every compared series, as Markdown for the report (empty without a database)."""
+    from harness.compare.history import history
+    from harness.report.history import render
+
+    database, series = _runs_of([side for pair in pairs for side in pair])
+    if database is None:
+        return ""
+    wanted = set(series)
+    return render(history(database, wanted=wanted.__contains__))
+
+
+def _history(args: argparse.Namespace) -> int:
+    from harness.compare.history import history
+    from harness.record.database import database_path
+    from harness.record.store import default_results_root
+    from harness.report.history import render
+
+    found = history(database_path(args.results or default_results_root()), args.last,
+                    lambda s: args.config in (None, s.configuration) and args.tier in (None, s.tier), args.test)
+    sys.stdout.write(json.dumps(asdict(found), indent=2) + "\n" if args.format == "json" else render(found))
+    return ExitStatus.OK

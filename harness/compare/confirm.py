@@ -11,7 +11,7 @@ alone was. Anything that does not reproduce moves to `flaky`.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from harness.compare import replay
@@ -38,11 +38,19 @@ class Verdict:
     polluters: tuple[str, ...] = ()
 
 
-def confirm(comparison: Comparison, candidate: Side, reruns: Reruns, announce: Announce) -> Comparison:
-    """The comparison with each regression confirmed, or moved to flaky."""
+def confirm(comparison: Comparison, candidate: Side, reruns: Reruns, announce: Announce,
+            known_flaky: Mapping[str, str] | None = None) -> Comparison:
+    """The comparison with each regression confirmed, or moved to flaky. A test on the history's
+    flaky list (`known_flaky`: test -> evidence) is labelled flaky with that evidence, not rerun."""
     kept: list[Regression] = []
     flaky = list(comparison.flaky)
     for number, regression in enumerate(comparison.regressions, 1):
+        evidence = (known_flaky or {}).get(regression.test)
+        if evidence is not None:
+            announce(f"flaky in history, not rerun {number}/{len(comparison.regressions)}: {regression.test}")
+            flaky.append(Flaky(regression.test, regression.module, regression.baseline, regression.candidate,
+                               f"flaky in history: {evidence}", regression.replay, confirmed=False))
+            continue
         announce(f"confirming {number}/{len(comparison.regressions)}: {regression.test}")
         verdict = judge(regression, run_order(candidate, regression), reruns)
         confirmed = replace(regression, confirmed=verdict.confirmed, confirmation=verdict.confirmation,

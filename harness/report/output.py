@@ -19,11 +19,13 @@ from harness.compare.sweep import sweeps
 from harness.report import json_report, markdown
 
 
-def render(comparisons: list[Comparison], fmt: str) -> str:
+def render(comparisons: list[Comparison], fmt: str, history: str = "") -> str:
+    """`history`: the compared series' history as Markdown (harness/report/history.py), shown after them."""
     if fmt == "json":
         documents = [json_report.to_json(c) for c in comparisons]
         return json.dumps(documents[0] if len(documents) == 1 else documents, indent=2) + "\n"
-    text = "\n".join([*(markdown.render_sweep(s) for s in sweeps(comparisons)), *(markdown.render(c) for c in comparisons)])
+    text = "\n".join([*(markdown.render_sweep(s) for s in sweeps(comparisons)), *(markdown.render(c) for c in comparisons),
+                      *([history] if history else [])])
     if fmt == "md":
         return text
     console = Console(record=True, width=160, file=io.StringIO())
@@ -31,17 +33,17 @@ def render(comparisons: list[Comparison], fmt: str) -> str:
     return console.export_html(inline_styles=True)
 
 
-def deliver(comparisons: list[Comparison], formats: list[str], out: Path | None) -> None:
+def deliver(comparisons: list[Comparison], formats: list[str], out: Path | None, history: str = "") -> None:
     """Write each format to OUT/report.<fmt>, or to standard output; show Markdown in a terminal."""
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
         for fmt in formats:
-            (out / f"report.{fmt}").write_text(render(comparisons, fmt), encoding="utf-8")
+            (out / f"report.{fmt}").write_text(render(comparisons, fmt, history), encoding="utf-8")
     if out is None and formats != ["md"]:
         for fmt in formats:
-            sys.stdout.write(render(comparisons, fmt))
+            sys.stdout.write(render(comparisons, fmt, history))
         return
-    text = render(comparisons, "md")
+    text = render(comparisons, "md", history)
     if sys.stdout.isatty():
         Console().print(Markdown(text))
     else:
