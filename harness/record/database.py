@@ -137,9 +137,10 @@ def connect(path: Path, *, create: bool = True, scratch: bool = False) -> sqlite
         raise HarnessError(f"{path}: is a directory, not a results database")
     path.parent.mkdir(parents=True, exist_ok=True)
     with reported(path):
+        if path.is_file() and path.stat().st_size:
+            _check_read_only(path)
         connection = sqlite3.connect(path, timeout=BUSY_TIMEOUT, isolation_level=None)
         try:
-            _check_foreign(connection, path)
             if scratch:
                 connection.execute("PRAGMA journal_mode = OFF")
                 connection.execute("PRAGMA synchronous = OFF")
@@ -164,6 +165,16 @@ def writing(connection: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
         connection.execute("ROLLBACK")
         raise
     connection.execute("COMMIT")
+
+
+def _check_read_only(path: Path) -> None:
+    """Look before opening for writing: closing a writable connection checkpoints a write-ahead log
+    into the file, which must never happen to a file that is not ours."""
+    connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=BUSY_TIMEOUT)
+    try:
+        _check_foreign(connection, path)
+    finally:
+        connection.close()
 
 
 def _check_foreign(connection: sqlite3.Connection, path: Path) -> None:
