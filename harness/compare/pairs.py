@@ -13,6 +13,7 @@ from __future__ import annotations
 import multiprocessing
 import sqlite3
 import tempfile
+import threading
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
@@ -124,7 +125,7 @@ def opened(baseline: Side, candidate: Side) -> Iterator[Pairs]:
 
 
 def _sources(baseline: Side, candidate: Side, folder: Path) -> tuple[Source, Source]:
-    """Each side's rows: stored, or streamed into `folder` (the larger XML side in a second process
+    """Each side's rows: stored, or streamed into `folder` (a large XML side in a second process
     while this one streams the other)."""
     found: dict[str, Source] = {}
     pending: dict[str, Iterable[TestResult]] = {}
@@ -137,8 +138,10 @@ def _sources(baseline: Side, candidate: Side, folder: Path) -> tuple[Source, Sou
             pending[role] = side.results
     apart = [role for role, results in pending.items()
              if isinstance(results, JUnitFiles) and results.size >= PARALLEL_BYTES]
-    if len(pending) == 2 and apart:
-        with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as pool:
+    if len(pending) == 2 and apart and threading.active_count() == 1:
+        # A fork: no interpreter to start, no __main__ to import again (a caller's script need not
+        # guard itself); safe only in a process with no other threads, else both stream here.
+        with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("fork")) as pool:
             elsewhere = pool.submit(write_scratch, found[apart[0]].path, pending.pop(apart[0]))
             for role, results in pending.items():
                 write_scratch(found[role].path, results)
