@@ -7,7 +7,7 @@ N always runs the same files). Over the last WINDOW runs of a series:
   the lower bound of its Wilson score interval, so three flips in four runs and thirty in forty are
   told apart), the run since which it fails ("new since") or in which it recovered;
 - per run pair (the newest run against the one before): new failures, recovered tests, persistent
-  failures, and tests slower beyond their own noise;
+  failures, and tests slower beyond their own noise (once they have a history to measure it on);
 - the flaky list: tests that flipped at least FLAKY_FLIPS times with a flip rate whose lower bound
   is at least FLAKY_BOUND. `diff --confirm` labels a regression on that list flaky, with this
   evidence, instead of rerunning it as a fresh regression.
@@ -35,7 +35,8 @@ FLAKY_FLIPS = 2  # one flip is a change (a regression, or a fix); flaky needs a 
 FLAKY_BOUND = 0.2  # a flip rate credibly above one flip in five transitions: PFPF... has 0.57 after 6 runs
 SLOWER_RATIO = 1.5  # a test slower than this times its usual duration ...
 SLOWER_SECONDS = 0.25  # ... by at least this much (shorter changes are scheduler noise on shared machines) ...
-SLOWER_SPREADS = 4.0  # ... and beyond this many robust standard deviations (1.4826 x MAD) of its own history
+SLOWER_SPREADS = 4.0  # ... and beyond this many robust standard deviations (1.4826 x MAD) of its own history,
+SLOWER_HISTORY = 3  # ... judged only with this many earlier passing runs: one earlier run says nothing of noise
 
 
 @dataclass(frozen=True)
@@ -281,6 +282,8 @@ def _slower(connection: sqlite3.Connection, runs: tuple[RunPoint, ...]) -> list[
         durations = [row[0] for row in connection.execute(
             f"SELECT duration FROM results WHERE run IN ({history_ids}) AND test = ? AND outcome = ?",
             (test, Outcome.PASSED))]
+        if len(durations) < SLOWER_HISTORY:
+            continue
         usual = statistics.median(durations)
         spread = 1.4826 * statistics.median(abs(d - usual) for d in durations)
         if duration >= max(usual * SLOWER_RATIO, usual + SLOWER_SECONDS, usual + SLOWER_SPREADS * spread):

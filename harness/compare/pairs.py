@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.protocol import Outcome
-from harness.record.database import connect, reported
+from harness.record.database import connect, read_only_uri, reported
 from harness.record.ingest import stored_run
 from harness.record.model import StoredResult, TestResult
 from harness.record.store import JUnitFiles, Side
@@ -111,12 +111,12 @@ def opened(baseline: Side, candidate: Side) -> Iterator[Pairs]:
     """Both sides, read from the results database or streamed into scratch databases."""
     with tempfile.TemporaryDirectory(prefix="harness-diff-") as folder:
         before, after = _sources(baseline, candidate, Path(folder))
-        connection = sqlite3.connect(":memory:", isolation_level=None)
+        connection = sqlite3.connect(":memory:", uri=True, isolation_level=None)
         try:
             pairs = Pairs(connection, before, after)
             for path, schema in pairs.schemas.items():
                 with reported(path):
-                    connection.execute(f"ATTACH DATABASE ? AS {schema}", (str(path),))
+                    connection.execute(f"ATTACH DATABASE ? AS {schema}", (read_only_uri(path),))
             stored_at = [source.path for source in (before, after) if source.run != SCRATCH_RUN]
             with reported(stored_at[0] if stored_at else Path(folder)):
                 yield pairs

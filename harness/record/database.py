@@ -138,7 +138,7 @@ def connect(path: Path, *, create: bool = True, scratch: bool = False) -> sqlite
     path.parent.mkdir(parents=True, exist_ok=True)
     with reported(path):
         if path.is_file() and path.stat().st_size:
-            _check_read_only(path)
+            read_only(path).close()  # look before opening for writing, see read_only
         connection = sqlite3.connect(path, timeout=BUSY_TIMEOUT, isolation_level=None)
         try:
             if scratch:
@@ -167,14 +167,23 @@ def writing(connection: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     connection.execute("COMMIT")
 
 
-def _check_read_only(path: Path) -> None:
-    """Look before opening for writing: closing a writable connection checkpoints a write-ahead log
-    into the file, which must never happen to a file that is not ours."""
-    connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=BUSY_TIMEOUT)
-    try:
-        _check_foreign(connection, path)
-    finally:
-        connection.close()
+def read_only(path: Path) -> sqlite3.Connection:
+    """An existing database opened for reading only, once it is known to be ours. Nothing is
+    written through it: closing a writable connection checkpoints a pending write-ahead log into
+    the file, which must never happen to a file that is not ours (or on a read-only disk)."""
+    with reported(path):
+        connection = sqlite3.connect(read_only_uri(path), uri=True, timeout=BUSY_TIMEOUT, isolation_level=None)
+        try:
+            _check_foreign(connection, path)
+        except BaseException:
+            connection.close()
+            raise
+    return connection
+
+
+def read_only_uri(path: Path) -> str:
+    """The URI that opens (or attaches) `path` for reading only."""
+    return f"{path.resolve().as_uri()}?mode=ro"
 
 
 def _check_foreign(connection: sqlite3.Connection, path: Path) -> None:

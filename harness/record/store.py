@@ -7,6 +7,7 @@
         events/<module>.jsonl                  the plugin's live stream (start/outcome per test)
         logs/<module>.log                      stdout and stderr of the test process(es)
         cache/                                 pytest, inductor and triton caches of this run
+      harness.db                               the results database (harness/record/database.py)
 """
 
 from __future__ import annotations
