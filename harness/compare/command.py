@@ -19,7 +19,7 @@ from harness.exits import ExitStatus
 from harness.report import FORMATS
 
 if TYPE_CHECKING:
-    from harness.compare.diff import Comparison
+    from harness.compare.history import Series
     from harness.record.store import Side
 
 DEFAULT_CONFIRM_TIMEOUT = 900  # seconds for one rerun process: a slow PyTorch test file's test, alone
@@ -138,7 +138,7 @@ def _announce(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
-def _runs_of(sides: list[Side]) -> tuple[Path | None, list]:
+def _runs_of(sides: list[Side]) -> tuple[Path | None, list[Series]]:
     """The results database beside the sides' run directories (if there is one), and their series."""
     from harness.compare.history import series_of
     from harness.record.database import database_path

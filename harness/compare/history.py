@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.protocol import BAD_OUTCOMES, Outcome
-from harness.record.database import FAILING, connect, reported
+from harness.record.database import FAILING, opened
 from harness.record.model import RunRecord
 
 WINDOW = 30  # runs of a series looked back over: a month of nightly runs
@@ -147,13 +147,8 @@ def history(database: Path, window: int = WINDOW, wanted: Callable[[Series], boo
             tests: str | None = None) -> History:
     """The series of the database that are `wanted`, each over its last `window` runs; `tests` (a
     substring of test keys) adds those tests' timelines."""
-    connection = connect(database, create=False)
-    try:
-        with reported(database):
-            found = [series_history(connection, series, window, tests) for series in _series(connection)
-                     if wanted(series)]
-    finally:
-        connection.close()
+    with opened(database, create=False) as connection:
+        found = [series_history(connection, series, window, tests) for series in _series(connection) if wanted(series)]
     return History(str(database), window, tuple(found))
 
 
@@ -166,17 +161,13 @@ def flaky_tests(database: Path, series: Iterable[Series], window: int = WINDOW) 
     without a database."""
     if not database.is_file():
         return {}
-    connection = connect(database, create=False)
-    try:
-        with reported(database):
-            found: dict[str, tuple[Series, Timeline]] = {}
-            for one in series:
-                for timeline in _timelines(connection, _runs(connection, one, window), FAILING):
-                    if timeline.flaky:
-                        found.setdefault(timeline.test, (one, timeline))
-            return found
-    finally:
-        connection.close()
+    found: dict[str, tuple[Series, Timeline]] = {}
+    with opened(database, create=False) as connection:
+        for one in series:
+            for timeline in _timelines(connection, _runs(connection, one, window), FAILING):
+                if timeline.flaky:
+                    found.setdefault(timeline.test, (one, timeline))
+    return found
 
 
 def series_history(connection: sqlite3.Connection, series: Series, window: int = WINDOW,

@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.protocol import Outcome
-from harness.record.database import connect, read_only_uri, reported
+from harness.record.database import opened as opened_database
+from harness.record.database import read_only_uri, reported
 from harness.record.ingest import stored_run
 from harness.record.model import StoredResult, TestResult
 from harness.record.store import JUnitFiles, Side
@@ -154,8 +155,5 @@ def _sources(baseline: Side, candidate: Side, folder: Path) -> tuple[Source, Sou
 
 def write_scratch(path: Path, results: Iterable[TestResult]) -> None:
     """One side, streamed into a new scratch database (in this process or a worker)."""
-    connection = connect(path, scratch=True)
-    try:
+    with opened_database(path, scratch=True) as connection:
         stream(connection, SCRATCH_RUN, results)
-    finally:
-        connection.close()

@@ -155,6 +155,17 @@ def connect(path: Path, *, create: bool = True, scratch: bool = False) -> sqlite
 
 
 @contextmanager
+def opened(path: Path, *, create: bool = True, scratch: bool = False) -> Iterator[sqlite3.Connection]:
+    """`connect`, closed when the block ends; SQLite's errors inside it are one line naming the file."""
+    connection = connect(path, create=create, scratch=scratch)
+    try:
+        with reported(path):
+            yield connection
+    finally:
+        connection.close()
+
+
+@contextmanager
 def writing(connection: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     """One write transaction, taken at once (BEGIN IMMEDIATE), so two writers never deadlock
     upgrading a read lock; committed when the block ends, rolled back when it raises."""

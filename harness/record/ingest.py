@@ -25,7 +25,7 @@ from pathlib import Path
 
 from harness.errors import HarnessError
 from harness.record import database
-from harness.record.database import connect, reported, writing
+from harness.record.database import connect, opened, reported, writing
 from harness.record.model import RunRecord
 from harness.record.store import RUN_RECORD, RunDirectory, load_runs
 from harness.record.stream import COLUMNS as _RESULT_COLUMNS
@@ -82,17 +82,13 @@ def run_directories(paths: Iterable[Path]) -> list[Path]:
 
 def ingest(target: Path, run_dirs: Iterable[Path]) -> list[Ingested]:
     """Add run directories to the database at `target` (created if absent)."""
-    connection = connect(target)
-    try:
+    with opened(target) as connection:
         return [_ingest_one(connection, target, run_dir) for run_dir in run_dirs]
-    finally:
-        connection.close()
 
 
 def merge(target: Path, sources: Iterable[Path]) -> list[Ingested]:
     """Add every run of other results databases (one per CI job, say) to the one at `target`."""
-    connection = connect(target)
-    try:
+    with opened(target) as connection:
         done = []
         for source in sources:
             if source.resolve() == target.resolve():
@@ -100,8 +96,6 @@ def merge(target: Path, sources: Iterable[Path]) -> list[Ingested]:
             connect(source, create=False).close()  # refused with one line unless it is a results database
             done.extend(copy_runs(connection, target, source))
         return done
-    finally:
-        connection.close()
 
 
 def rebuild(target: Path, results_root: Path, announce: Callable[[str], None] = print) -> tuple[list[Ingested], list[str]]:
@@ -111,16 +105,13 @@ def rebuild(target: Path, results_root: Path, announce: Callable[[str], None] = 
     fresh = target.with_name(target.name + ".rebuild")
     _remove_database(fresh)
     done, skipped = [], []
-    connection = connect(fresh)
-    try:
+    with opened(fresh) as connection:
         for run_dir in sorted(record.parent for record in results_root.glob(f"*/{RUN_RECORD}")):
             try:
                 done.append(_ingest_one(connection, fresh, run_dir))
             except HarnessError as error:
                 skipped.append(str(error))
                 announce(f"left out: {error}")
-    finally:
-        connection.close()
     _remove_database(target)
     fresh.replace(target)
     return done, skipped
@@ -166,16 +157,13 @@ def _ingest_one(connection: sqlite3.Connection, target: Path, run_dir: Path) -> 
 
 def _write_run(path: Path, run_dir: Path, record: RunRecord, current: str) -> None:
     """One run, complete, as run 1 of a scratch database."""
-    connection = connect(path, scratch=True)
-    try:
+    with opened(path, scratch=True) as connection:
         tests = stream(connection, 1, load_runs([run_dir]).results)
         with writing(connection):
             connection.execute(_insert("runs", ("id", *_RUN_COLUMNS)), (1, *_run_row(record, run_dir, current, tests)))
             connection.executemany(_insert("files", ("run", *_FILE_COLUMNS)), [
                 (1, f.file, f.module, f.exit_status, f.signal, f.duration, (f.jit or {}).get("compiled"), f.culprit,
                  f.processes) for f in record.files])
-    finally:
-        connection.close()
 
 
 def _run_row(record: RunRecord, run_dir: Path, current: str, tests: int) -> tuple:

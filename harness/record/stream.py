@@ -13,6 +13,7 @@ import json
 import sqlite3
 from collections.abc import Iterable
 
+from harness.record.database import writing
 from harness.record.identity import key_of, merge
 from harness.record.model import StoredResult, TestResult
 
@@ -27,8 +28,7 @@ _UPDATE = f"UPDATE results SET {', '.join(f'{c} = ?' for c in _FOLDED)} WHERE ru
 def stream(connection: sqlite3.Connection, run: int, results: Iterable[TestResult]) -> int:
     """Write `results` as run `run` of the connection's results table, in one transaction, then
     its counts; returns the number of tests (rows)."""
-    connection.execute("BEGIN IMMEDIATE")
-    try:
+    with writing(connection):
         batch: list[TestResult] = []
         seq = 0
         for result in results:
@@ -40,15 +40,10 @@ def stream(connection: sqlite3.Connection, run: int, results: Iterable[TestResul
         _write(connection, run, seq, batch)
         connection.execute("INSERT INTO counts (run, module, outcome, n) SELECT run, module, outcome, count(*) "
                            "FROM results WHERE run = ? GROUP BY module, outcome", (run,))
-        rows = connection.execute("SELECT sum(n) FROM counts WHERE run = ?", (run,)).fetchone()[0] or 0
-    except BaseException:
-        connection.execute("ROLLBACK")
-        raise
-    connection.execute("COMMIT")
-    return rows
+        return connection.execute("SELECT coalesce(sum(n), 0) FROM counts WHERE run = ?", (run,)).fetchone()[0]
 
 
-def stored(row: sqlite3.Row | tuple) -> StoredResult:
+def stored(row: tuple) -> StoredResult:
     """A results row (its COLUMNS, in order) as a StoredResult."""
     test, module, _, outcome, duration, message, nodeid, replay, attempts = row
     return StoredResult(test, module, outcome, duration, message or "", nodeid or "", replay or "",
