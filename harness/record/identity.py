@@ -23,9 +23,16 @@ _XDIST_GROUP = re.compile(r"@[\w.-]+$")
 
 
 def key_of(result: TestResult) -> str:
-    """`classname::name`, with per-process noise taken out."""
-    name = _XDIST_GROUP.sub("", _ADDRESS.sub("0x?", result.name))
-    return f"{_ADDRESS.sub('0x?', result.classname)}::{name}"
+    """`classname::name`, with per-process noise taken out (the patterns are only searched for in
+    names that can hold them: a million names are keyed per side)."""
+    classname, name = result.classname, result.name
+    if "0x" in name:
+        name = _ADDRESS.sub("0x?", name)
+    if "@" in name:
+        name = _XDIST_GROUP.sub("", name)
+    if "0x" in classname:
+        classname = _ADDRESS.sub("0x?", classname)
+    return f"{classname}::{name}"
 
 
 def merge(earlier: TestResult | StoredResult, later: TestResult) -> TestResult:

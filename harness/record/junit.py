@@ -17,6 +17,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from pathlib import Path
 from typing import BinaryIO
 from pyexpat import ExpatError, ParserCreate
@@ -263,6 +264,7 @@ def _suite_replay(suite_props: dict[str, str], nodeid: str) -> str:
     return f"{prefix} {shlex.quote(nodeid)}" if prefix and nodeid else ""
 
 
+@lru_cache(maxsize=4096)  # one test class holds many tests: the same answer is asked for again and again
 def _module(file: str, classname: str, path: Path) -> str:
     """The test's module: from its file when the report names it, else from the dotted classname
     (the components before the first capitalised one, a class), else the report's file name."""

@@ -53,7 +53,7 @@ def stored(row: tuple) -> StoredResult:
 def _write(connection: sqlite3.Connection, run: int, seq: int, batch: list[TestResult]) -> None:
     """Insert a batch; a test already in the table (from this batch or an earlier one) is folded
     into its row afterwards, in order."""
-    rows = [(run, *_row(key_of(result), seq + number, result)) for number, result in enumerate(batch, 1)]
+    rows = [_row(run, key_of(result), seq + number, result) for number, result in enumerate(batch, 1)]
     before = connection.total_changes
     connection.executemany(_INSERT, rows)
     if connection.total_changes - before == len(rows):
@@ -62,10 +62,11 @@ def _write(connection: sqlite3.Connection, run: int, seq: int, batch: list[TestR
         earlier = connection.execute(f"SELECT {', '.join(COLUMNS)} FROM results WHERE run = ? AND test = ?",
                                      (run, key)).fetchone()
         if earlier[2] != number:  # not the row this result inserted: fold it into the earlier one
-            folded = _row(key, earlier[2], merge(stored(earlier), result))
-            connection.execute(_UPDATE, (*(v for c, v in zip(COLUMNS, folded) if c in _FOLDED), run, key))
+            folded = dict(zip(("run", *COLUMNS), _row(run, key, earlier[2], merge(stored(earlier), result))))
+            connection.execute(_UPDATE, (*(folded[c] for c in _FOLDED), run, key))
 
 
-def _row(key: str, seq: int, result: TestResult) -> tuple:
-    return (key, result.module, seq, str(result.outcome), result.duration, result.message or None,
+def _row(run: int, key: str, seq: int, result: TestResult) -> tuple:
+    """`run` and COLUMNS, in order, for one result."""
+    return (run, key, result.module, seq, str(result.outcome), result.duration, result.message or None,
             result.nodeid or None, result.replay or None, json.dumps(result.attempts) if result.attempts else None)
