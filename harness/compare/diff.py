@@ -232,12 +232,9 @@ def _crashed_modules(side: Side) -> dict[str, str]:
 
 
 def _replay_prefixes(sides: pairs.Pairs, modules: Iterable[str]) -> dict[str, str]:
-    """Each module's replay command without node ids, recovered from the replay command of its
-    first candidate test that has one (only the crashed modules' are needed)."""
-    prefixes = {}
-    for module in modules:
-        first = sides.first_replay(sides.after, module)
-        prefixes[module] = replay.prefix_of(*first) if first else ""
+    """Each module's replay command without node ids, recovered from its candidate tests' replay
+    commands (only the crashed modules' are needed)."""
+    prefixes = {module: sides.replay_prefix(sides.after, module) for module in modules}
     return {module: prefix for module, prefix in prefixes.items() if prefix}
 
 

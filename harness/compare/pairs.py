@@ -73,34 +73,38 @@ class Pairs:
 
     def _walk(self) -> Iterator[Pair]:
         b, c = self.schemas[self.before.path], self.schemas[self.after.path]
-        columns = ", ".join([*(f"x.{name}" for name in COLUMNS), *(f"y.{name}" for name in COLUMNS)])
-        width = len(COLUMNS)
+        columns = ", ".join([*(f"x.{name}" for name in COLUMNS), "px.prefix",
+                             *(f"y.{name}" for name in COLUMNS), "py.prefix"])
+        width = len(COLUMNS) + 1
         missing = 0
         for row in self.connection.execute(
                 f"SELECT {columns} FROM {b}.results AS x LEFT JOIN {c}.results AS y ON y.run = :after AND y.test = x.test "
+                f"LEFT JOIN {b}.prefixes AS px ON px.run = x.run AND px.module = x.module "
+                f"LEFT JOIN {c}.prefixes AS py ON py.run = y.run AND py.module = y.module "
                 "WHERE x.run = :before AND (y.test IS NULL OR x.outcome != :passed OR y.outcome != :passed "
                 "OR x.attempts IS NOT NULL OR y.attempts IS NOT NULL)",
                 {"before": self.before.run, "after": self.after.run, "passed": Outcome.PASSED}):
-            old = stored(row[:width])
-            new = stored(row[width:]) if row[width] is not None else None
+            old = stored(row[:width - 1], row[width - 1])
+            new = stored(row[width:-1], row[-1]) if row[width] is not None else None
             missing += new is None
             yield old.test, old, new
         if self._total(self.after) == self._total(self.before) - missing:  # every candidate test matched one
             return
-        names = ", ".join(f"y.{name}" for name in COLUMNS)
         for row in self.connection.execute(
-                f"SELECT {names} FROM {c}.results AS y WHERE y.run = :after AND NOT EXISTS "
+                f"SELECT {', '.join(f'y.{name}' for name in COLUMNS)}, py.prefix FROM {c}.results AS y "
+                f"LEFT JOIN {c}.prefixes AS py ON py.run = y.run AND py.module = y.module "
+                f"WHERE y.run = :after AND NOT EXISTS "
                 f"(SELECT 1 FROM {b}.results AS x WHERE x.run = :before AND x.test = y.test)",
                 {"before": self.before.run, "after": self.after.run}):
-            new = stored(row)
+            new = stored(row[:-1], row[-1])
             yield new.test, None, new
 
-    def first_replay(self, source: Source, module: str) -> tuple[str, str] | None:
-        """The replay command and node id of the module's first test (in run order) that has one."""
-        found = self.connection.execute(
-            f"SELECT replay, nodeid, min(seq) FROM {self.schemas[source.path]}.results "
-            "WHERE run = ? AND module = ? AND replay IS NOT NULL", (source.run, module)).fetchone()
-        return (found[0], found[1] or "") if found[0] is not None else None
+    def replay_prefix(self, source: Source, module: str) -> str:
+        """The replay command of a module's tests without a node id (what its first test that has a
+        replay command says), or "" when there is none."""
+        found = self.connection.execute(f"SELECT prefix FROM {self.schemas[source.path]}.prefixes "
+                                        "WHERE run = ? AND module = ?", (source.run, module)).fetchone()
+        return found[0] if found else ""
 
     def _total(self, source: Source) -> int:
         return self.connection.execute(f"SELECT coalesce(sum(n), 0) FROM {self.schemas[source.path]}.counts "

@@ -13,6 +13,8 @@ Schema at a glance (docs/history.md has every column):
     results   one row per test of a run: outcome, duration, message, node id, replay command,
               earlier attempts; `test` is the test's identity key (harness/record/identity.py)
     counts    per run and module, how many tests ended with each outcome
+    prefixes  per run and module, the replay command without a node id (a test's own is stored only
+              when it is not this prefix followed by its node id: most of a row's bytes otherwise)
 
 Many processes write one database (CI shards, parallel sessions): it runs in WAL mode, a writer
 waits up to BUSY_TIMEOUT for another, and every write is one transaction. A file that is not
@@ -90,11 +92,18 @@ MIGRATIONS: tuple[str, ...] = (
         duration REAL NOT NULL,         -- seconds
         message TEXT,                   -- the failure's message; NULL when none
         nodeid TEXT,
-        replay TEXT,                    -- the command that reruns it alone in its configuration
+        replay TEXT,                    -- the command that reruns it alone; NULL when it is its module's
+                                        -- prefix (prefixes) followed by the quoted node id
         attempts TEXT,                  -- JSON list of earlier attempts ("failed: message"); NULL when none
         PRIMARY KEY (run, test)
     ) STRICT, WITHOUT ROWID;
     CREATE INDEX results_failing ON results (run, test) WHERE {FAILING};
+    CREATE TABLE prefixes (
+        run INTEGER NOT NULL,
+        module TEXT NOT NULL,
+        prefix TEXT NOT NULL,           -- the replay command of the module's tests, without a node id
+        PRIMARY KEY (run, module)
+    ) STRICT, WITHOUT ROWID;
     CREATE TABLE counts (
         run INTEGER NOT NULL,
         module TEXT NOT NULL,

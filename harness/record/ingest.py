@@ -196,12 +196,13 @@ def _copy_run(connection: sqlite3.Connection, run: int, identity: str, directory
             return Ingested(identity, directory, "unchanged")
         if (_STATUS_RANK.get(found[2], 0), found[3]) > (_STATUS_RANK.get(status, 0), tests):
             return Ingested(identity, directory, "kept")
-        for table in ("counts", "results", "files"):
+        for table in ("prefixes", "counts", "results", "files"):
             connection.execute(f"DELETE FROM {table} WHERE run = ?", (found[0],))
         connection.execute("DELETE FROM runs WHERE id = ?", (found[0],))
     added = connection.execute(f"INSERT INTO runs ({', '.join(_RUN_COLUMNS)}) SELECT {', '.join(_RUN_COLUMNS)} "
                                "FROM source.runs WHERE id = ?", (run,)).lastrowid
-    for table, columns in (("files", _FILE_COLUMNS), ("results", _RESULT_COLUMNS), ("counts", _COUNT_COLUMNS)):
+    for table, columns in (("files", _FILE_COLUMNS), ("results", _RESULT_COLUMNS), ("counts", _COUNT_COLUMNS),
+                           ("prefixes", ("module", "prefix"))):
         connection.execute(f"INSERT INTO {table} (run, {', '.join(columns)}) SELECT ?, {', '.join(columns)} "
                            f"FROM source.{table} WHERE run = ?", (added, run))
     return Ingested(identity, directory, "replaced" if found is not None else "added")

@@ -260,8 +260,18 @@ def _attempt_number(key: str) -> int:
 
 
 def _suite_replay(suite_props: dict[str, str], nodeid: str) -> str:
-    prefix = suite_props.get("replay_prefix", "")
+    return replay_command(suite_props.get("replay_prefix", ""), nodeid)
+
+
+def replay_command(prefix: str, nodeid: str) -> str:
+    """The command that reruns one test: its file's `replay_prefix`, then its node id, quoted."""
     return f"{prefix} {shlex.quote(nodeid)}" if prefix and nodeid else ""
+
+
+def replay_prefix(replay: str, nodeid: str) -> str:
+    """The replay command without its node id; empty when the command does not end with it."""
+    suffix = f" {shlex.quote(nodeid)}"
+    return replay[: -len(suffix)] if nodeid and replay.endswith(suffix) else ""
 
 
 @lru_cache(maxsize=4096)  # one test class holds many tests: the same answer is asked for again and again
