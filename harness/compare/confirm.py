@@ -11,7 +11,7 @@ alone was. Anything that does not reproduce moves to `flaky`.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from harness.compare import replay
@@ -41,18 +41,29 @@ class Verdict:
     polluters: tuple[str, ...] = ()
 
 
-def confirm(comparison: Comparison, candidate: Side, reruns: Reruns, announce: Announce) -> Comparison:
-    """The comparison with each regression confirmed, or moved to flaky."""
+def confirm(comparison: Comparison, candidate: Side, reruns: Reruns, announce: Announce,
+            known_flaky: Mapping[str, str] | None = None) -> Comparison:
+    """The comparison with each regression confirmed, or moved to flaky. A test on the history's
+    flaky list (`known_flaky`: test -> evidence) is labelled flaky with that evidence, not rerun."""
     kept: list[Regression] = []
     flaky = list(comparison.flaky)
+    verdicts: dict[str, Verdict] = {}
     with Rerunner(reruns.timeout, reruns.restart) as rerunner:
-        verdicts = []
         for number, regression in enumerate(comparison.regressions, 1):
+            evidence = (known_flaky or {}).get(regression.test)
+            if evidence is not None:
+                announce(f"flaky in history, not rerun {number}/{len(comparison.regressions)}: {regression.test}")
+                flaky.append(Flaky(regression.test, regression.module, regression.baseline, regression.candidate,
+                                   f"flaky in history: {evidence}", regression.replay, confirmed=False))
+                continue
             announce(f"confirming {number}/{len(comparison.regressions)}: {regression.test}")
-            verdicts.append(judge(regression, run_order(candidate, regression), reruns.count, rerunner))
+            verdicts[regression.test] = judge(regression, run_order(candidate, regression), reruns.count, rerunner)
         announce(f"confirmation: {rerunner.warm_reruns} reruns in forks of collected processes, "
                  f"{rerunner.fresh_reruns} in fresh processes")
-    for regression, verdict in zip(comparison.regressions, verdicts):
+    for regression in comparison.regressions:
+        verdict = verdicts.get(regression.test)
+        if verdict is None:  # flaky in history: already listed
+            continue
         confirmed = replace(regression, confirmed=verdict.confirmed, confirmation=verdict.confirmation,
                             polluters=verdict.polluters)
         if verdict.confirmed is False:

@@ -29,16 +29,11 @@ from typing import Any
 
 from harness.protocol import Env, Event, Outcome
 from harness.run.events import EventStream
+from harness.record.junit import replay_prefix as prefix_of  # noqa: F401 (the rule lives with the JUnit it reads)
 
 NOT_RUN = "not run"  # the process never started the test: a wrong node id, a collection error, an earlier crash
 POLL_SECONDS = 0.05
 HOST_START_SECONDS = 600  # a rerun host imports torch and collects a whole file before it can serve
-
-
-def prefix_of(replay: str, nodeid: str) -> str:
-    """The replay command without its node id; empty when the command does not end with it."""
-    suffix = f" {shlex.quote(nodeid)}"
-    return replay[: -len(suffix)] if nodeid and replay.endswith(suffix) else ""
 
 
 def command(prefix: str, nodeids: Sequence[str]) -> str:
