@@ -11,8 +11,11 @@ Every session is a thin call into `_run_configuration`; the matrix is configurat
 
 from __future__ import annotations
 
+import os
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import nox
@@ -39,19 +42,30 @@ except HarnessError as error:  # bad configuration data: one line naming file, l
 TEST_TORCH = "torch==2.13.0"  # the harness's own unit tests need torch only for fixtures; any 2.x works
 
 
+@contextmanager
+def one_line_errors(session: nox.Session) -> Iterator[None]:
+    """Bad data or an unusable interpreter fails the session with its one line, as on the command line."""
+    try:
+        yield
+    except HarnessError as error:
+        session.error(f"harness: error: {error}")
+
+
 @nox.session(python=False)
 def provision(session: nox.Session) -> None:
     """Find or provision every interpreter the configurations name (CPython 3.14 from Debian sid)."""
-    for configuration in CATALOG.configurations.values():
-        session.log(f"{configuration.name}: {environments.ensure_interpreter(configuration)}")
+    with one_line_errors(session):
+        for configuration in CATALOG.configurations.values():
+            session.log(f"{configuration.name}: {environments.ensure_interpreter(configuration)}")
 
 
 def prepare_environment(session: nox.Session, configuration: Configuration, *extra: str) -> None:
     """A configuration's nox environment: the shared torch layer, the harness, its own packages."""
     began = time.monotonic()
-    layer = environments.ensure_layer(environments.ensure_interpreter(configuration),
-                                      (CATALOG.torch, *CATALOG.shared_packages))
-    environments.attach_layer(Path(session.virtualenv.location), layer)
+    with one_line_errors(session):
+        layer = environments.ensure_layer(environments.ensure_interpreter(configuration),
+                                          (CATALOG.torch, *CATALOG.shared_packages))
+        environments.attach_layer(Path(session.virtualenv.location), layer)
     session.install("--disable-pip-version-check", "-e", str(ROOT), *configuration.packages, *extra)
     built = f"layer built in {layer.built_seconds} s" if layer.built_seconds is not None else "layer reused"
     session.log(f"environment ready in {time.monotonic() - began:.1f} s ({built}: {layer.root})")
@@ -96,11 +110,27 @@ def diff(session: nox.Session) -> None:
                 "--out", str(reports), *session.posargs, external=True)
 
 
+CHROMIUM = Path("/usr/bin/chromium")  # Debian's package; the browser tests drive it (Playwright downloads none)
+
+
+def ensure_chromium(session: nox.Session) -> None:
+    """Install Debian's chromium for the HTML report's browser tests when it is missing (needs root)."""
+    if CHROMIUM.exists():
+        return
+    if os.geteuid() != 0:
+        session.error(f"the browser tests need Debian's chromium at {CHROMIUM}: run `apt-get install chromium` as root")
+    apt = {"DEBIAN_FRONTEND": "noninteractive"}
+    session.run("apt-get", "update", "-q", external=True, env=apt)
+    session.run("apt-get", "install", "-y", "-q", "chromium", external=True, env=apt)
+
+
 @nox.session
 def tests(session: nox.Session) -> None:
-    """The harness's own tests: unit tests, then end-to-end runs on real CPython 3.14 + CinderX."""
+    """The harness's own tests: unit tests, browser tests of the HTML report, end-to-end runs on real
+    CPython 3.14 + CinderX."""
+    ensure_chromium(session)
     session.install("--disable-pip-version-check", "-e", f"{ROOT}[test]", TEST_TORCH)
-    session.run("pytest", *session.posargs)
+    session.run("pytest", *session.posargs, env={"HARNESS_CHROMIUM": str(CHROMIUM)})
 
 
 # --- Performance (issue 7; docs/perf.md) ------------------------------------------------------------

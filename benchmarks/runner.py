@@ -18,12 +18,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+from measure import report, rounds
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -57,25 +56,6 @@ def write_corpus(folder: Path) -> None:
         (folder / "tier" / f"test_part_{name}.py").write_text(TEST_FILE.format(crash_at=-1, count=250, rounds=60))
     (folder / "tiers.yaml").write_text("tiers:\n  bench:\n    files: ['test_*.py']\n    timeout: 3600\n"
                                        "  bench-fresh:\n    files: ['test_*.py']\n    timeout: 3600\n    restart: fresh\n")
-
-
-def timed(command: list[str], env: dict[str, str], cwd: Path) -> float:
-    began = time.perf_counter()
-    done = subprocess.run(command, env=env, cwd=cwd, capture_output=True, text=True)
-    elapsed = time.perf_counter() - began
-    if done.returncode != 0:
-        sys.exit(f"benchmark command failed ({done.returncode}): {' '.join(command)}\n{done.stderr[-2000:]}")
-    return elapsed
-
-
-def rounds(commands: dict[str, list[str]], env: dict[str, str], cwd: Path, count: int) -> dict[str, list[float]]:
-    """`count` rounds of every command; each round starts with the next command in turn."""
-    names = list(commands)
-    times: dict[str, list[float]] = {name: [] for name in names}
-    for index in range(count):
-        for name in names[index % len(names):] + names[:index % len(names)]:
-            times[name].append(timed(commands[name], env, cwd))
-    return times
 
 
 def main() -> None:
@@ -113,14 +93,6 @@ def main() -> None:
         times = rounds({"one": [*harness, "--tests-dir", str(tier), "--jobs", "1"],
                         "two": [*harness, "--tests-dir", str(tier), "--jobs", "2"]}, env, tier, max(2, args.repeats - 1))
         report(f"--jobs 2 vs --jobs 1 on {os.cpu_count()} cores (4 CPU-bound files)", times["two"], times["one"], 0.6)
-
-
-def report(what: str, measured: list[float], reference: list[float], target: float | None) -> None:
-    ratios = sorted(m / r for m, r in zip(measured, reference))
-    ratio = statistics.median(ratios)
-    verdict = "no target" if target is None else f"{'meets' if ratio <= target else 'MISSES'} target <= {target}"
-    print(f"{what}: median of {len(ratios)} rounds {ratio:.3f} ({verdict}); rounds {ratios[0]:.3f}-{ratios[-1]:.3f}; "
-          f"best {min(measured):.2f} s / {min(reference):.2f} s = {min(measured) / min(reference):.3f}", flush=True)
 
 
 if __name__ == "__main__":

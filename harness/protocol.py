@@ -28,7 +28,18 @@ class Env(StrEnum):
     EVENTS = "HARNESS_EVENTS"  # the JSON-lines event stream of one file
     DESELECT = "HARNESS_DESELECT"  # node ids, one per line, that an earlier process finished
     CONTROL_FD = "HARNESS_CONTROL_FD"  # a warm host reads `resume` commands from this descriptor
-    ENTRIES = "HARNESS_ENTRIES"  # comma-separated database entries the bundled torch suites instantiate
+    PROCESS_REPORTS = "HARNESS_PROCESS_REPORTS"  # folder where each descendant process reports its JIT
+    ENTRIES = "HARNESS_ENTRIES"  # comma-separated PyTorch database entries the bundled suites instantiate
+    SELECT = "HARNESS_SELECT"  # a rerun host: the file naming the node ids its next worker runs (see forkserver)
+    # Marks that every process of a run, and every descendant, inherits: how its processes are found
+    # in /proc at the end of a file and before a resume (harness/run/processes.py).
+    RUN_DIR = "HARNESS_RUN_DIR"  # the run directory
+    FILE = "HARNESS_FILE"  # the test file, relative to the tests directory
+
+
+# Variables meant for the test process alone: the plugin removes them from its environment, so a
+# child process (a child pytest, a script a test runs) can neither write the stream nor take a command.
+PRIVATE_ENV = (Env.EVENTS, Env.DESELECT, Env.CONTROL_FD, Env.SELECT)
 
 
 class JitMode(StrEnum):
@@ -56,6 +67,9 @@ class Event(StrEnum):
     START = "start"  # a test started
     RESULT = "result"  # a test's final outcome
     SESSION_FINISH = "session_finish"  # every result is written; the JIT's final state
+    INTERNAL_ERROR = "internal_error"  # pytest itself broke (INTERNALERROR): the file's remaining tests never ran
+    CHILD_START = "child_start"  # the test process started a multiprocessing child (pid)
+    CHILD_EXIT = "child_exit"  # that child ended (its exit status: negative for a signal)
 
 
 SESSION_STARTS = frozenset({Event.SESSION_START, Event.WORKER_START})

@@ -1,21 +1,27 @@
 """`python -m harness diff` and `diff-latest`: arguments, comparisons, confirmation, reports, exit status.
 
-The comparison and report modules (junitparser, rich, markdown-it) are imported when a comparison
-runs: every other harness command, and `--help`, starts without them.
+The comparison and report modules (junitparser, rich, markdown-it, Jinja2, matplotlib) are imported when
+a comparison runs: every other harness command, and `--help`, starts without them.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
+from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from harness.arguments import path_argument
+from harness.compare.history import WINDOW
 from harness.errors import HarnessError
 from harness.exits import ExitStatus
-from harness.report import FORMATS
+from harness.report import FORMATS, unavailable
 
 if TYPE_CHECKING:
+    from harness.compare.history import History, Series
+    from harness.perf.compare import PerfComparison
     from harness.record.store import Side
 
 DEFAULT_CONFIRM_TIMEOUT = 900  # seconds for one rerun process: a slow PyTorch test file's test, alone
@@ -28,27 +34,45 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                                            "one run make one side. The first side is the baseline; several "
                                            "candidates of one configuration at different thresholds also get a "
                                            "threshold-sweep table.")
-    diff.add_argument("baseline", type=Path, help="run directory or folder of JUnit XML")
-    diff.add_argument("candidates", type=Path, nargs="+", metavar="candidate",
+    diff.add_argument("baseline", type=path_argument, help="run directory or folder of JUnit XML")
+    diff.add_argument("candidates", type=path_argument, nargs="+", metavar="candidate",
                       help="run directory or folder of JUnit XML (several: shards of one run, or one per threshold)")
     diff.set_defaults(handler=_diff)
     latest = commands.add_parser("diff-latest", help="compare the latest baseline run of each tier with the "
                                                      "latest run of every other configuration (and threshold)")
-    latest.add_argument("--results", type=Path, help="results root (default: $HARNESS_RESULTS or ./results)")
+    latest.add_argument("--results", type=path_argument, help="results root (default: $HARNESS_RESULTS or ./results)")
     latest.set_defaults(handler=_diff_latest)
     for sub in (diff, latest):
         sub.add_argument("--format", nargs="+", action="extend", choices=FORMATS, dest="formats",
                          help="report formats (default: md)")
-        sub.add_argument("--out", type=Path, help="write report.<format> files into this directory")
+        sub.add_argument("--out", type=path_argument, help="write report.<format> files into this directory")
         sub.add_argument("--confirm", type=_positive, metavar="K",
                          help="rerun each regression K times alone, in fresh processes, in both configurations "
                               "(and bisect earlier tests when it passes alone); what does not reproduce is flaky")
         sub.add_argument("--confirm-timeout", type=_positive, default=DEFAULT_CONFIRM_TIMEOUT, metavar="SECONDS",
                          help=f"time limit of one rerun process (default: {DEFAULT_CONFIRM_TIMEOUT})")
+        sub.add_argument("--confirm-restart", choices=("warm", "fresh"), default="warm",
+                         help="warm (default): each rerun in a fork of a process that has collected the file, "
+                              "where that is safe; fresh: each rerun in a new process")
         sub.add_argument("--allow-interpreter-mismatch", action="store_true",
                          help="compare runs of different interpreter versions (the report says so)")
-        sub.add_argument("--merged-junit", type=Path, metavar="PATH",
+        sub.add_argument("--merged-junit", type=path_argument, metavar="PATH",
                          help="also write one JUnit XML of every side, the configuration as a property")
+        sub.add_argument("--known-regressions", type=Path, metavar="FILE",
+                         help="known regressions that add to (per configuration: replace) the shipped "
+                              "harness/configure/data/known_regressions.yaml (default: $HARNESS_KNOWN_REGRESSIONS); "
+                              "they are reported apart and do not count in the exit status")
+    history = commands.add_parser("history", help="trends, new failures, recoveries, slower and flaky tests over the "
+                                                  "runs in the results database")
+    history.add_argument("--results", type=Path, help="results root (default: $HARNESS_RESULTS or ./results); "
+                                                      "$HARNESS_DB names another database")
+    history.add_argument("--last", type=_positive, default=WINDOW, metavar="N",
+                         help=f"runs of each series to look back over (default: {WINDOW})")
+    history.add_argument("--config", help="only this configuration")
+    history.add_argument("--tier", help="only this tier")
+    history.add_argument("--test", metavar="TEXT", help="also show the timeline of every test whose name contains TEXT")
+    history.add_argument("--format", choices=("md", "json"), default="md", help="Markdown (default) or JSON")
+    history.set_defaults(handler=_history)
 
 
 def _positive(text: str) -> int:
@@ -61,9 +85,17 @@ def _positive(text: str) -> int:
     return value
 
 
+def _check_formats(args: argparse.Namespace) -> None:
+    problem = unavailable(args.formats or ())
+    if problem:
+        raise HarnessError(problem)
+
+
 def _diff(args: argparse.Namespace) -> int:
     from harness.record.store import group_shards, load_runs, load_side
 
+    _check_formats(args)
+    _refuse_repeated([args.baseline, *args.candidates])
     groups = group_shards([args.baseline, *args.candidates])
     if len(groups) < 2:
         raise HarnessError(f"the run directories given are shards of one run ({', '.join(map(str, groups[0]))}): "
@@ -72,10 +104,20 @@ def _diff(args: argparse.Namespace) -> int:
     return _report([(sides[0], candidate) for candidate in sides[1:]], args)
 
 
+def _refuse_repeated(paths: list[Path]) -> None:
+    """A folder compared with itself is valid and empty: a verdict that proves nothing, so none."""
+    seen: dict[Path, Path] = {}
+    for path in paths:
+        same = seen.setdefault(path.resolve(), path)
+        if same is not path:
+            raise HarnessError(f"{path}: given twice (also as {same}): a side compared with itself proves nothing")
+
+
 def _diff_latest(args: argparse.Namespace) -> int:
     from harness.configure.configurations import load_catalog
     from harness.record.store import default_results_root, latest_sides, load_runs
 
+    _check_formats(args)
     root = args.results or default_results_root()
     baseline_name = load_catalog().baseline
     latest = latest_sides(root)
@@ -94,29 +136,111 @@ def _diff_latest(args: argparse.Namespace) -> int:
         pairs.append((loaded[tier], load_runs(paths)))
     if not pairs:
         raise HarnessError(f"no candidate runs under {root}: run a baseline and a candidate session first")
-    return _report(pairs, args)
+    return _report(pairs, args, perf=_latest_perf(root, baseline_name))
 
 
-def _report(pairs: list[tuple[Side, Side]], args: argparse.Namespace) -> int:
+def _latest_perf(root: Path, baseline_name: str) -> PerfComparison | None:
+    """The latest baseline perf run against the latest of every other configuration, when the results
+    root holds both (the report then shows the forest plot); None otherwise."""
+    from harness.perf.record import latest_pairing, load_perf_side
+
+    baseline, candidates = latest_pairing(root, baseline_name)
+    if baseline is None or not candidates:
+        return None
+    try:
+        from harness.perf.compare import compare
+    except ImportError:
+        _announce(f"perf runs found under {root}, but pyperf is not installed here: the report leaves "
+                  "performance out (pip install pyperf)")
+        return None
+    return compare(load_perf_side(baseline), [load_perf_side(path) for path in candidates])
+
+
+def _check_outputs(args: argparse.Namespace) -> None:
+    """Where reports go must be writable: found out before any comparison or confirmation runs."""
+    from harness.record.store import ensure_folder
+
+    if args.out is not None:
+        ensure_folder(args.out, "--out")
+    if args.merged_junit is not None:
+        if args.merged_junit.is_dir():
+            raise HarnessError(f"--merged-junit {args.merged_junit}: is a directory; name the XML file to write")
+        ensure_folder(args.merged_junit.parent, "--merged-junit")
+
+
+def _report(pairs: list[tuple[Side, Side]], args: argparse.Namespace, perf: PerfComparison | None = None) -> int:
+    from harness.compare import known
     from harness.compare.confirm import Reruns, confirm
     from harness.compare.diff import Comparison, compare
     from harness.compare.validity import Allowances
+    from harness.configure.configurations import load_catalog
     from harness.report.merged_junit import write_merged
+    from harness.report.model import build, history_part
     from harness.report.output import deliver
 
+    _check_outputs(args)
     allow = Allowances(interpreter_mismatch=args.allow_interpreter_mismatch)
+    ran = {str(c.record.configuration.get("name")) for _, c in pairs if c.record is not None}
+    known_regressions = known.load(args.known_regressions, set(load_catalog().configurations) | ran)
     comparisons: list[Comparison] = []
     for baseline, candidate in pairs:
         comparison = compare(baseline, candidate, allow)
         if args.confirm and comparison.valid and comparison.regressions:
-            comparison = confirm(comparison, candidate, Reruns(args.confirm, args.confirm_timeout), _announce)
-        comparisons.append(comparison)
+            comparison = confirm(comparison, candidate, Reruns(args.confirm, args.confirm_timeout, args.confirm_restart),
+                                 _announce, _flaky_in_history(baseline, candidate))
+        comparisons.append(known.classify(comparison, known_regressions, candidate.results))
     if args.merged_junit:
         write_merged(args.merged_junit, [("baseline", b) for b, _ in pairs] + [("candidate", c) for _, c in pairs])
-    deliver(comparisons, args.formats or ["md"], args.out)
+    found = _history_of(pairs)
+    deliver(build(comparisons, perf=perf, history=history_part(found, comparisons) if found else None),
+            args.formats or ["md"], args.out)
     statuses = [c.exit_status for c in comparisons]
     return ExitStatus.INVALID if ExitStatus.INVALID in statuses else max(statuses)
 
 
 def _announce(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
+
+
+def _runs_of(sides: list[Side]) -> tuple[Path | None, list[Series]]:
+    """The results database beside the sides' run directories (if there is one), and their series."""
+    from harness.compare.history import series_of
+    from harness.record.database import database_path
+
+    runs = [(path, record) for side in sides for path, record in side.parts]
+    database = database_path(runs[0][0].parent) if runs else None
+    return (database if database is not None and database.is_file() else None,
+            list(dict.fromkeys(series_of(record) for _, record in runs)))
+
+
+def _flaky_in_history(baseline: Side, candidate: Side) -> dict[str, str]:
+    """Tests on the flaky list of either side's series, with their evidence (what --confirm consults)."""
+    from harness.compare.history import flaky_tests
+
+    database, series = _runs_of([candidate, baseline])
+    if database is None:
+        return {}
+    return {test: f"{one.label}: {timeline.evidence}" for test, (one, timeline) in flaky_tests(database, series).items()}
+
+
+def _history_of(pairs: list[tuple[Side, Side]]) -> History | None:
+    """The history of every compared series (None without a results database)."""
+    from harness.compare.history import history
+
+    database, series = _runs_of([side for pair in pairs for side in pair])
+    if database is None:
+        return None
+    wanted = set(series)
+    return history(database, wanted=wanted.__contains__)
+
+
+def _history(args: argparse.Namespace) -> int:
+    from harness.compare.history import history
+    from harness.record.database import database_path
+    from harness.record.store import default_results_root
+    from harness.report.history import render
+
+    found = history(database_path(args.results or default_results_root()), args.last,
+                    lambda s: args.config in (None, s.configuration) and args.tier in (None, s.tier), args.test)
+    sys.stdout.write(json.dumps(asdict(found), indent=2) + "\n" if args.format == "json" else render(found))
+    return ExitStatus.OK

@@ -11,12 +11,13 @@ alone was. Anything that does not reproduce moves to `flaky`.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from harness.compare import replay
 from harness.compare.bisect import smallest_polluting_set
 from harness.compare.diff import Comparison, Flaky, Regression
+from harness.compare.replay import Rerunner
 from harness.protocol import BAD_OUTCOMES, Outcome
 from harness.record.store import Side
 
@@ -25,10 +26,12 @@ Announce = Callable[[str], None]
 
 @dataclass(frozen=True)
 class Reruns:
-    """How many times each rerun is made, and how long one may take."""
+    """How many times each rerun is made, how long one may take, and in what process: warm (a fork
+    of a collected process per configuration and file, where that is safe) or fresh."""
 
     count: int
     timeout: float
+    restart: str = "warm"
 
 
 @dataclass(frozen=True)
@@ -38,13 +41,29 @@ class Verdict:
     polluters: tuple[str, ...] = ()
 
 
-def confirm(comparison: Comparison, candidate: Side, reruns: Reruns, announce: Announce) -> Comparison:
-    """The comparison with each regression confirmed, or moved to flaky."""
+def confirm(comparison: Comparison, candidate: Side, reruns: Reruns, announce: Announce,
+            known_flaky: Mapping[str, str] | None = None) -> Comparison:
+    """The comparison with each regression confirmed, or moved to flaky. A test on the history's
+    flaky list (`known_flaky`: test -> evidence) is labelled flaky with that evidence, not rerun."""
     kept: list[Regression] = []
     flaky = list(comparison.flaky)
-    for number, regression in enumerate(comparison.regressions, 1):
-        announce(f"confirming {number}/{len(comparison.regressions)}: {regression.test}")
-        verdict = judge(regression, run_order(candidate, regression), reruns)
+    verdicts: dict[str, Verdict] = {}
+    with Rerunner(reruns.timeout, reruns.restart) as rerunner:
+        for number, regression in enumerate(comparison.regressions, 1):
+            evidence = (known_flaky or {}).get(regression.test)
+            if evidence is not None:
+                announce(f"flaky in history, not rerun {number}/{len(comparison.regressions)}: {regression.test}")
+                flaky.append(Flaky(regression.test, regression.module, regression.baseline, regression.candidate,
+                                   f"flaky in history: {evidence}", regression.replay, confirmed=False))
+                continue
+            announce(f"confirming {number}/{len(comparison.regressions)}: {regression.test}")
+            verdicts[regression.test] = judge(regression, run_order(candidate, regression), reruns.count, rerunner)
+        announce(f"confirmation: {rerunner.warm_reruns} reruns in forks of collected processes, "
+                 f"{rerunner.fresh_reruns} in fresh processes")
+    for regression in comparison.regressions:
+        verdict = verdicts.get(regression.test)
+        if verdict is None:  # flaky in history: already listed
+            continue
         confirmed = replace(regression, confirmed=verdict.confirmed, confirmation=verdict.confirmation,
                             polluters=verdict.polluters)
         if verdict.confirmed is False:
@@ -63,14 +82,14 @@ def run_order(candidate: Side, regression: Regression) -> list[str]:
     return order[: order.index(regression.nodeid)] if regression.nodeid in order else order
 
 
-def judge(regression: Regression, earlier: Sequence[str], reruns: Reruns) -> Verdict:
+def judge(regression: Regression, earlier: Sequence[str], count: int, rerunner: Rerunner) -> Verdict:
     target = regression.nodeid
     candidate = replay.prefix_of(regression.replay, target)
     baseline = replay.prefix_of(regression.baseline_replay, target)
     if not (candidate and baseline):
         return Verdict(None, "not confirmed: no replay command recorded on both sides (plain JUnit XML)")
-    alone = _outcomes(candidate, [target], target, reruns)
-    before = _outcomes(baseline, [target], target, reruns)
+    alone = _outcomes(rerunner, candidate, [target], target, count)
+    before = _outcomes(rerunner, baseline, [target], target, count)
     if replay.NOT_RUN in alone or replay.NOT_RUN in before:
         return Verdict(None, f"not confirmed: the replay ran no test (candidate {_tally(alone)}; "
                              f"baseline {_tally(before)})")
@@ -79,29 +98,29 @@ def judge(regression: Regression, earlier: Sequence[str], reruns: Reruns) -> Ver
         return Verdict(True, seen)
     if not (_all_passed(alone) and _all_passed(before)):
         return Verdict(False, f"flaky: {seen}")
-    return _order_dependence(candidate, baseline, target, earlier, reruns, seen)
+    return _order_dependence(candidate, baseline, target, earlier, count, rerunner, seen)
 
 
-def _order_dependence(candidate: str, baseline: str, target: str, earlier: Sequence[str], reruns: Reruns,
-                      seen: str) -> Verdict:
+def _order_dependence(candidate: str, baseline: str, target: str, earlier: Sequence[str], count: int,
+                      rerunner: Rerunner, seen: str) -> Verdict:
     """It passes alone: find the earlier tests that make it fail, and check they do so every time."""
     def reproduces(subset: Sequence[str]) -> bool:
-        return replay.outcome(candidate, [*subset, target], target, reruns.timeout) in BAD_OUTCOMES
+        return rerunner.outcome(candidate, [*subset, target], target) in BAD_OUTCOMES
 
     polluters = smallest_polluting_set(earlier, reproduces)
     if polluters is None:
         earlier_tests = f"{len(earlier)} test{'' if len(earlier) == 1 else 's'}"
         return Verdict(False, f"flaky: {seen}; the {earlier_tests} before it in its file did not make it fail again")
-    after = _outcomes(candidate, [*polluters, target], target, reruns)
-    before = _outcomes(baseline, [*polluters, target], target, reruns)
+    after = _outcomes(rerunner, candidate, [*polluters, target], target, count)
+    before = _outcomes(rerunner, baseline, [*polluters, target], target, count)
     seen = f"{seen}; after {len(polluters)} earlier test(s): candidate {_tally(after)}, baseline {_tally(before)}"
     if _all_bad(after) and _all_passed(before):
         return Verdict(True, f"order-dependent: {seen}", polluters)
     return Verdict(False, f"flaky: {seen}", polluters)
 
 
-def _outcomes(prefix: str, nodeids: list[str], target: str, reruns: Reruns) -> list[str]:
-    return [replay.outcome(prefix, nodeids, target, reruns.timeout) for _ in range(reruns.count)]
+def _outcomes(rerunner: Rerunner, prefix: str, nodeids: list[str], target: str, count: int) -> list[str]:
+    return [rerunner.outcome(prefix, nodeids, target) for _ in range(count)]
 
 
 def _all_bad(outcomes: list[str]) -> bool:

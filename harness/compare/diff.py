@@ -18,15 +18,34 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from harness.compare import identity, replay, validity
+from harness.compare import identity, pairs, replay, validity
 from harness.compare.classify import classify, exception_type
 from harness.compare.validity import Allowances
 from harness.exits import ExitStatus
 from harness.protocol import BAD_OUTCOMES, Outcome
-from harness.record.model import FileRecord, TestResult
+from harness.record.model import FileRecord, StoredResult
 from harness.record.store import Side
 
 MAX_DETAIL = 500  # characters of failure message kept per regression in reports
+
+
+@dataclass(frozen=True)
+class Known:
+    """An entry of the known-regressions file (compare/known.py) that matched a test."""
+
+    reason: str
+    link: str = ""
+    entry: str = ""  # where the entry is written: file:line
+    pattern: str = ""  # the entry's test id or pattern
+
+
+@dataclass(frozen=True)
+class KnownFixed:
+    """A test a known-regressions entry names that passed in the candidate: the entry can go."""
+
+    test: str
+    module: str
+    known: Known
 
 
 @dataclass(frozen=True)
@@ -43,6 +62,7 @@ class Regression:
     nodeid: str = ""
     confirmation: str = ""  # what the confirmation reruns saw, in words
     polluters: tuple[str, ...] = ()  # tests that must run before it for it to fail (order dependence)
+    known: Known | None = None  # set when the known-regressions file names it (it is then in Comparison.known)
 
 
 @dataclass(frozen=True)
@@ -73,8 +93,9 @@ class ModuleRow:
     baseline: dict[str, int]
     candidate: dict[str, int]
     jit_compiled: int | None
-    regressions: int
+    regressions: int  # new ones: known regressions are counted in `known`
     vacuous: bool = False
+    known: int = 0
 
 
 @dataclass(frozen=True)
@@ -93,8 +114,14 @@ class Comparison:
     xfail_drift: tuple[Change, ...] = ()
     failure_changes: tuple[Change, ...] = ()
     configuration: str = ""  # the candidate's configuration name (sweeps group on it)
-    threshold: int | None = None  # the candidate's JIT threshold
+    threshold: int | None = None  # the candidate's JIT threshold, as requested
+    jit_threshold: int | None = None  # as CinderX reported it in every test process (None: not read back)
     tier: str = ""
+    baseline_versions: dict[str, str | None] = field(default_factory=dict)  # torch, python, cinderx, ... (run records)
+    candidate_versions: dict[str, str | None] = field(default_factory=dict)
+    known: tuple[Regression, ...] = ()  # regressions the known-regressions file names (not in `regressions`)
+    known_fixed: tuple[KnownFixed, ...] = ()  # known regressions that passed this time
+    known_source: str = ""  # the known-regressions file(s) applied
 
     @property
     def valid(self) -> bool:
@@ -108,10 +135,14 @@ class Comparison:
 
 
 def compare(baseline: Side, candidate: Side, allow: Allowances = Allowances()) -> Comparison:
-    before = identity.index(baseline.results)
-    after = identity.index(candidate.results)
+    """Both sides are walked in a database (harness/compare/pairs.py): `before` and `after` hold
+    only the tests that can fall in a category (every test that did not pass on both sides with no
+    reruns), so memory holds what the comparison finds, never the sides."""
     crashed_files = _crashed_modules(candidate)
-    prefixes = _replay_prefixes(candidate.results)
+    with pairs.opened(baseline, candidate) as sides:
+        before, after = sides.interesting()
+        prefixes = _replay_prefixes(sides, crashed_files)
+        counts = sides.counts(sides.before), sides.counts(sides.after)
     regressions: list[Regression] = []
     flaky: list[Flaky] = []
     for key, old in before.items():
@@ -143,20 +174,23 @@ def compare(baseline: Side, candidate: Side, allow: Allowances = Allowances()) -
                            if new.outcome == Outcome.PASSED and k in before and before[k].outcome in BAD_OUTCOMES)),
         new=tuple(sorted(set(after) - set(before))),
         missing=tuple(sorted(set(before) - set(after) - regressed)),
-        modules=tuple(_modules(before, after, candidate, regressions)),
+        modules=tuple(_modules(*counts, candidate, regressions)),
         flaky=tuple(sorted(flaky, key=lambda f: f.test)),
         **_changes(before, after),
         configuration=str(candidate.record.configuration.get("name", "")) if candidate.record else "",
         threshold=candidate.record.threshold if candidate.record else None,
+        jit_threshold=validity.read_back_threshold(candidate.record),
         tier=candidate.record.tier if candidate.record else "",
+        baseline_versions=dict(baseline.record.versions) if baseline.record else {},
+        candidate_versions=dict(candidate.record.versions) if candidate.record else {},
     )
 
 
-def _failed_before(result: TestResult) -> bool:
+def _failed_before(result: StoredResult) -> bool:
     return any(outcome in BAD_OUTCOMES for outcome in identity.attempt_outcomes(result))
 
 
-def _flaky_passes(before: dict[str, TestResult], after: dict[str, TestResult], known: set[str]) -> list[Flaky]:
+def _flaky_passes(before: dict[str, StoredResult], after: dict[str, StoredResult], known: set[str]) -> list[Flaky]:
     """Tests that passed in the end on a side only after failing there first."""
     found = []
     rerun = {key for side in (before, after) for key, result in side.items() if result.attempts} - known
@@ -170,15 +204,15 @@ def _flaky_passes(before: dict[str, TestResult], after: dict[str, TestResult], k
     return found
 
 
-def _skip_change(old: TestResult, new: TestResult) -> str | None:
+def _skip_change(old: StoredResult, new: StoredResult) -> str | None:
     return _first_line(new.message or old.message) if (old.outcome == Outcome.SKIPPED) != (new.outcome == Outcome.SKIPPED) else None
 
 
-def _xfail_drift(old: TestResult, new: TestResult) -> str | None:
+def _xfail_drift(old: StoredResult, new: StoredResult) -> str | None:
     return _first_line(new.message or old.message) if {old.outcome, new.outcome} == {Outcome.XFAILED, Outcome.XPASSED} else None
 
 
-def _failure_change(old: TestResult, new: TestResult) -> str | None:
+def _failure_change(old: StoredResult, new: StoredResult) -> str | None:
     if old.outcome not in BAD_OUTCOMES or new.outcome not in BAD_OUTCOMES:
         return None
     before = exception_type(old.message) or old.outcome
@@ -189,7 +223,7 @@ def _failure_change(old: TestResult, new: TestResult) -> str | None:
 _CHANGE_KINDS = (("skip_changes", _skip_change), ("xfail_drift", _xfail_drift), ("failure_changes", _failure_change))
 
 
-def _changes(before: dict[str, TestResult], after: dict[str, TestResult]) -> dict[str, tuple[Change, ...]]:
+def _changes(before: dict[str, StoredResult], after: dict[str, StoredResult]) -> dict[str, tuple[Change, ...]]:
     """Skip changes, xfail drift and changed failures, each sorted by test."""
     found: dict[str, list[Change]] = {kind: [] for kind, _ in _CHANGE_KINDS}
     for key in sorted(before.keys() & after.keys()):
@@ -218,6 +252,9 @@ def _notes(baseline: Side, candidate: Side) -> list[str]:
         else:
             notes.extend(f"{role}: {f.file} is vacuous (JIT compiled nothing in it)"
                          for f in side.record.files if side.record.jit_mode == "on" and f.vacuous)
+        if side.record is not None and side.record.absent:
+            notes.append(f"{role}: {len(side.record.absent)} files the tier names are absent from its tests "
+                         f"directory: {', '.join(side.record.absent)}")
     return notes
 
 
@@ -227,16 +264,14 @@ def _crashed_modules(side: Side) -> dict[str, str]:
     return {f.module: f.culprit for f in side.record.files if f.culprit}
 
 
-def _replay_prefixes(results: tuple[TestResult, ...]) -> dict[str, str]:
-    """Each module's replay command without node ids, recovered from its tests' replay commands."""
-    prefixes: dict[str, str] = {}
-    for result in results:
-        if result.module not in prefixes and result.replay:
-            prefixes[result.module] = replay.prefix_of(result.replay, result.nodeid)
+def _replay_prefixes(sides: pairs.Pairs, modules: Iterable[str]) -> dict[str, str]:
+    """Each module's replay command without node ids, recovered from its candidate tests' replay
+    commands (only the crashed modules' are needed)."""
+    prefixes = {module: sides.replay_prefix(sides.after, module) for module in modules}
     return {module: prefix for module, prefix in prefixes.items() if prefix}
 
 
-def _regression(key: str, old: TestResult, outcome: str, message: str, replay: str) -> Regression:
+def _regression(key: str, old: StoredResult, outcome: str, message: str, replay: str) -> Regression:
     return Regression(
         test=key, module=old.module, baseline=old.outcome, candidate=outcome,
         detail=message.strip()[:MAX_DETAIL], classification=classify(outcome, message),
@@ -244,25 +279,17 @@ def _regression(key: str, old: TestResult, outcome: str, message: str, replay: s
     )
 
 
-def _modules(baseline: dict[str, TestResult], candidate_results: dict[str, TestResult], candidate: Side,
+def _modules(before: dict[str, dict[str, int]], after: dict[str, dict[str, int]], candidate: Side,
              regressions: list[Regression]) -> list[ModuleRow]:
+    """`before` and `after`: each side's tests per module and outcome."""
     files = {f.module: f for f in candidate.record.files} if candidate.record else {}
     jit_on = candidate.record is not None and candidate.record.jit_mode == "on"
-    before = _counts(baseline.values())
-    after = _counts(candidate_results.values())
     per_module = Counter(r.module for r in regressions)
     rows = []
     for module in sorted(set(before) | set(after) | set(files)):
         record: FileRecord | None = files.get(module)
-        compiled = record.jit.get("compiled") if record and record.jit else None
+        compiled = record.compiled if record and record.jit else None
         rows.append(ModuleRow(module, before.get(module, {}), after.get(module, {}),
                               compiled if jit_on else None, per_module[module],
                               vacuous=bool(jit_on and record and record.vacuous)))
     return rows
-
-
-def _counts(results: Iterable[TestResult]) -> dict[str, dict[str, int]]:
-    counts: dict[str, Counter[str]] = {}
-    for result in results:
-        counts.setdefault(result.module, Counter())[result.outcome] += 1
-    return {module: dict(counter) for module, counter in counts.items()}

@@ -1,32 +1,39 @@
-"""Rerun recorded tests in a fresh process, exactly as the run recorded how to, and read one outcome.
+"""Rerun recorded tests exactly as the run recorded how to, and read one outcome.
 
 Every harness JUnit test carries `replay`: `cd DIR && env ... PYTHON -bb -X faulthandler -m pytest
 -p harness.run.plugin NODEID`. Dropping the node id gives the file's prefix (the suite's
 `replay_prefix`); appending several node ids reruns them in that order in one process. The
-harness plugin in that process writes its event stream, which says what became of
-the test of interest: a `result`, or a `start` with no result (the process died: crashed).
+harness plugin in that process writes its event stream, which says what became of the test of
+interest: a `result`, or a `start` with no result (the process died: crashed).
+
+Confirmation and bisection rerun the same files many times. A `Rerunner` therefore keeps, per
+replay prefix and file, one process that has imported torch and collected the file (a rerun host,
+see harness/run/forkserver.py `serve_reruns`), and runs each rerun in a fork of it: the JIT is
+engaged in the fork, after collection, as in a fresh process. Where that host cannot fork safely
+(threads alive after collection, JIT at start-up), or when asked (`restart="fresh"`), each rerun
+gets a fresh process instead.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
 import signal
 import subprocess
 import tempfile
-from collections.abc import Sequence
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from harness.protocol import Env, Event, Outcome
+from harness.run.events import EventStream
+from harness.record.junit import replay_prefix as prefix_of  # noqa: F401 (the rule lives with the JUnit it reads)
 
 NOT_RUN = "not run"  # the process never started the test: a wrong node id, a collection error, an earlier crash
-
-
-def prefix_of(replay: str, nodeid: str) -> str:
-    """The replay command without its node id; empty when the command does not end with it."""
-    suffix = f" {shlex.quote(nodeid)}"
-    return replay[: -len(suffix)] if nodeid and replay.endswith(suffix) else ""
+POLL_SECONDS = 0.05
+HOST_START_SECONDS = 600  # a rerun host imports torch and collects a whole file before it can serve
 
 
 def command(prefix: str, nodeids: Sequence[str]) -> str:
@@ -37,28 +44,20 @@ def outcome(prefix: str, nodeids: Sequence[str], target: str, timeout: float) ->
     """Run `nodeids` in order in one fresh process; the outcome of `target` among them."""
     with tempfile.TemporaryDirectory(prefix="harness-replay-") as folder:
         events = Path(folder) / "events.jsonl"
-        env = {key: value for key, value in os.environ.items() if key != Env.DESELECT}
-        env[Env.EVENTS] = str(events)
-        process = subprocess.Popen(["/bin/sh", "-c", command(prefix, nodeids)], env=env, stdin=subprocess.DEVNULL,
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        process = _start(command(prefix, nodeids), {Env.EVENTS: str(events)})
         try:
             process.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
-            return Outcome.TIMEOUT if _target_outcome(events, target) == Outcome.CRASHED else NOT_RUN
-        return _target_outcome(events, target)
+            _kill_group(process)
+            return Outcome.TIMEOUT if target_outcome(EventStream(events).read_new(), target) == Outcome.CRASHED \
+                else NOT_RUN
+        return target_outcome(EventStream(events).read_new(), target)
 
 
-def _target_outcome(events: Path, target: str) -> str:
+def target_outcome(events: Sequence[dict[str, Any]], target: str) -> str:
+    """What became of `target` in these events: its result, crashed if it started and never ended."""
     found = NOT_RUN
-    if not events.is_file():
-        return found
-    for line in events.read_text(encoding="utf-8", errors="replace").splitlines():
-        try:
-            event = json.loads(line)
-        except ValueError:
-            continue  # a line cut short by the process dying
+    for event in events:
         if event.get("nodeid") != target:
             continue
         if event.get("event") == Event.START:
@@ -66,3 +65,136 @@ def _target_outcome(events: Path, target: str) -> str:
         elif event.get("event") == Event.RESULT:
             found = str(event.get("outcome"))
     return found
+
+
+@dataclass
+class _Host:
+    """A rerun host: one collected process of one file; each rerun is a fork of it."""
+
+    process: subprocess.Popen[bytes]
+    control: int  # write end of the host's command pipe
+    select: Path  # the node ids the next worker runs
+    events: EventStream
+
+    def stop(self) -> None:
+        try:
+            os.close(self.control)
+        except OSError:
+            pass
+        _kill_group(self.process)
+
+
+@dataclass
+class Rerunner:
+    """Reruns of recorded tests for one confirmation: warm forks of one host per (prefix, file)."""
+
+    timeout: float
+    restart: str = "warm"  # warm: forks of a collected host where it is safe; fresh: a new process each time
+    folder: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="harness-reruns-")))
+    _hosts: dict[tuple[str, str], _Host | None] = field(default_factory=dict)
+    warm_reruns: int = 0
+    fresh_reruns: int = 0
+
+    def outcome(self, prefix: str, nodeids: Sequence[str], target: str) -> str:
+        """Run `nodeids` in order, alone; the outcome of `target` among them."""
+        key = (prefix, target.split("::", 1)[0])
+        if self.restart == "warm" and key not in self._hosts:
+            self._hosts[key] = self._start_host(*key, len(self._hosts))
+        host = self._hosts.get(key)
+        if host is None:
+            self.fresh_reruns += 1
+            return outcome(prefix, nodeids, target, self.timeout)
+        self.warm_reruns += 1
+        found = self._in_fork(host, nodeids, target)
+        if host.process.poll() is not None:  # the host itself died: later reruns start afresh
+            self._hosts[key] = None
+        return found
+
+    def close(self) -> None:
+        for host in self._hosts.values():
+            if host is not None:
+                host.stop()
+        self._hosts.clear()
+        for path in self.folder.glob("*"):
+            path.unlink()
+        self.folder.rmdir()
+
+    def __enter__(self) -> Rerunner:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _start_host(self, prefix: str, file: str, number: int) -> _Host | None:
+        """A host collected and ready to fork, or None when it cannot be one (then: fresh reruns)."""
+        select, events = self.folder / f"{number}.select", self.folder / f"{number}.jsonl"
+        select.write_text("")
+        read, write = os.pipe()
+        try:
+            process = _start(command(prefix, [file]), {Env.EVENTS: str(events), Env.SELECT: str(select),
+                                                       Env.CONTROL_FD: str(read)}, pass_fds=(read,))
+        finally:
+            os.close(read)
+        host = _Host(process, write, select, EventStream(events))
+        deadline = time.monotonic() + HOST_START_SECONDS
+        while time.monotonic() < deadline and process.poll() is None:
+            host.events.read_new()
+            restart = next((e["mode"] for e in host.events.events if e.get("event") == Event.RESTART), None)
+            if restart == "warm":
+                return host
+            if restart is not None:
+                break
+            time.sleep(POLL_SECONDS)
+        host.stop()
+        return None
+
+    def _in_fork(self, host: _Host, nodeids: Sequence[str], target: str) -> str:
+        host.select.write_text("".join(f"{nodeid}\n" for nodeid in nodeids))
+        os.write(host.control, b"run\n")
+        seen: list[dict[str, Any]] = []
+        worker: int | None = None
+        deadline = time.monotonic() + self.timeout
+        for event in _follow(host, deadline):
+            seen.append(event)
+            if event.get("event") == Event.WORKER_START:
+                worker = event.get("pid")
+            elif event.get("event") == Event.WORKER_EXIT:
+                return target_outcome(seen, target)
+        if worker is not None:  # past the time limit: end the worker; its host serves the next rerun
+            _signal(worker, signal.SIGKILL)
+            list(_follow(host, time.monotonic() + self.timeout, until=Event.WORKER_EXIT))
+        return Outcome.TIMEOUT if target_outcome(seen, target) == Outcome.CRASHED else NOT_RUN
+
+
+def _follow(host: _Host, deadline: float, until: str | None = None) -> Iterator[dict[str, Any]]:
+    """Events of the host as they come, until `until` is seen, the host dies, or the deadline."""
+    while time.monotonic() < deadline:
+        fresh = host.events.read_new()
+        yield from fresh
+        if until is not None and any(event.get("event") == until for event in fresh):
+            return
+        if host.process.poll() is not None and not fresh:
+            return
+        time.sleep(POLL_SECONDS)
+
+
+def _start(shell_command: str, extra_env: dict[str, str], pass_fds: tuple[int, ...] = ()) -> subprocess.Popen[bytes]:
+    env = {key: value for key, value in os.environ.items() if key not in (Env.DESELECT, Env.SELECT, Env.CONTROL_FD)}
+    return subprocess.Popen(["/bin/sh", "-c", shell_command], env={**env, **extra_env}, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+                            pass_fds=pass_fds)
+
+
+def _kill_group(process: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    process.wait()
+
+
+def _signal(pid: int, sig: signal.Signals) -> None:
+    try:
+        os.kill(pid, sig)
+    except ProcessLookupError:
+        pass

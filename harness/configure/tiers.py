@@ -6,19 +6,26 @@ replace the shipped ones by name.
 
 from __future__ import annotations
 
+import glob
 import os
 from dataclasses import dataclass, field, replace
-from pathlib import Path
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import yaml
 
 from harness.configure.yamlfile import Section, load_scalar_entry, load_section
 from harness.errors import HarnessError
 
 SHIPPED = Path(__file__).with_name("data") / "tiers.yaml"
 HARNESS_ROOT = Path(__file__).resolve().parents[2]
-SOURCES = {"harness": "harness", "pytorch": "pytorch"}
+TORCH_SUITES = HARNESS_ROOT / "harness" / "torch_suites"  # the harness's modules of PyTorch's suites inside torch
+SOURCES = {"harness": "harness", "pytorch": "pytorch"}  # and "torch": a tier's bundled part (see Tier.located)
 REQUIREMENTS = {"cuda": "cuda"}
 _TIER_KEYS = {"description", "source", "files", "exclude", "timeout", "test_timeout", "env", "pytest_args",
-              "requires", "stages", "per_model", "entry", "restart"}
+              "requires", "stages", "per_model", "entry", "restart", "exit_grace", "bundled"}
+# What a tier's `bundled` part may say: how to run the harness's own modules of PyTorch's suites.
+_BUNDLED_KEYS = {"description", "files", "exclude", "timeout", "test_timeout", "env", "pytest_args", "entry", "restart"}
 ENTRIES = {"pytest": "pytest", "script": "script"}
 RESTARTS = {"warm": "warm", "fresh": "fresh"}
 
@@ -38,20 +45,43 @@ class Tier:
     pytest_args: tuple[str, ...] = ()
     requires: str | None = None
     stages: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    stage_sources: dict[str, str] = field(default_factory=dict)  # stages whose files come from another source
     entry: str = "pytest"  # pytest: `python -m pytest FILE`; script: `python FILE --use-pytest`, as PyTorch's CI
     restart: str = "warm"  # after a crash: warm (fork of the collected process, when safe) or fresh (new interpreter)
+    bundled: Tier | None = None  # without a PyTorch checkout: the suites that ship inside torch (source "torch")
+    exit_grace: int = 30  # seconds a process may take to exit after its last test (then stopped, results kept)
 
-    def tests_dir(self, override: Path | None) -> Path:
-        """Where this tier's files live: the harness itself, or a PyTorch `test/` folder."""
+    def selecting(self, stages: list[str] | tuple[str, ...] | None) -> Tier:
+        """The tier that runs `stages` (the whole tier without). A stage with a source of its own
+        (a harness stage of a PyTorch tier) runs alone, as a tier of that source with the stage's
+        files, under plain pytest (harness files have no PyTorch `__main__` block)."""
+        unknown = [s for s in stages or () if s not in self.stages]
+        if unknown:
+            known = ", ".join(self.stages) or "none"
+            raise HarnessError(f"--stage {' '.join(unknown)}: tier '{self.name}' has no such stage (stages: {known})")
+        own = [s for s in stages or () if s in self.stage_sources]
+        if not own:
+            return self
+        if len(stages or ()) > 1:
+            raise HarnessError(f"--stage {own[0]}: its files come from the {self.stage_sources[own[0]]}, "
+                               f"not from the tier's {self.source} source: select it alone")
+        return replace(self, source=self.stage_sources[own[0]], files=self.stages[own[0]], exclude=(), entry="pytest")
+
+    def located(self, override: Path | None) -> tuple[Tier, Path]:
+        """This tier as it runs here, and where its files live: the harness itself, a PyTorch
+        checkout's `test/` (--tests-dir, HARNESS_TESTS_DIR), or, without a checkout, the harness's
+        modules of PyTorch's suites that ship inside the installed torch (the `bundled` part)."""
         if override is not None:
-            return override
+            return self, override
         if self.source == "harness":
-            return HARNESS_ROOT
+            return self, HARNESS_ROOT
         from_env = os.environ.get("HARNESS_TESTS_DIR")
-        if not from_env:
-            raise HarnessError(f"tier '{self.name}' runs PyTorch's own test files: pass --tests-dir "
-                               "(a PyTorch checkout's test/ folder) or set HARNESS_TESTS_DIR")
-        return Path(from_env)
+        if from_env:
+            return self, Path(from_env)
+        if self.bundled is not None:
+            return self.bundled, HARNESS_ROOT
+        raise HarnessError(f"tier '{self.name}' runs PyTorch's own test files: pass --tests-dir "
+                           "(a PyTorch checkout's test/ folder) or set HARNESS_TESTS_DIR")
 
     def discover(self, tests_dir: Path) -> list[str]:
         """Test files of this tier under `tests_dir`, relative and sorted, excludes removed."""
@@ -62,6 +92,12 @@ class Tier:
             found.update(p.relative_to(tests_dir).as_posix() for p in tests_dir.glob(pattern) if p.is_file())
         excluded = {p.relative_to(tests_dir).as_posix() for pattern in self.exclude for p in tests_dir.glob(pattern)}
         return sorted(found - excluded)
+
+    def absent(self, tests_dir: Path) -> list[str]:
+        """Files this tier names one by one (not by a pattern) that `tests_dir` does not have: a
+        checkout of another PyTorch version may lack some, and a run says which."""
+        return sorted(name for name in self.files
+                      if not glob.has_magic(name) and not (tests_dir / name).is_file() and name not in self.exclude)
 
 
 def load_tiers(user_file: Path | None = None) -> dict[str, Tier]:
@@ -84,7 +120,7 @@ def _read(path: Path) -> dict[str, Tier]:
     top = load_section(path, "tiers file")
     top.check_keys({"tiers"})
     tiers: dict[str, Tier] = {}
-    for name, node in top.child("tiers").items():
+    for name, node in top.child("tiers").named_items("tier"):
         section = top.section_of(node, f"tier '{name}'")
         tiers[name] = _tier(name, section)
         if section.has("per_model"):
@@ -111,20 +147,39 @@ def _tier(name: str, section: Section) -> Tier:
     timeout = _positive(section, name, "timeout", 3600)
     test_timeout = _positive(section, name, "test_timeout", min(600, timeout))
     requires = section.choice("requires", REQUIREMENTS, "") if section.has("requires") else None
-    return Tier(
+    tier = Tier(
         name=name,
         source=section.choice("source", SOURCES, "pytorch"),
-        files=section.strings("files"),
+        files=_patterns(section, "files"),
         description=section.scalar("description", str, ""),
-        exclude=section.strings("exclude"),
+        exclude=_patterns(section, "exclude"),
         timeout=timeout,
         env=section.string_map("env"),
         pytest_args=section.strings("pytest_args"),
         requires=requires,
         test_timeout=test_timeout,
-        stages=_stages(section, name),
+        **_stages(section, name),
         entry=section.choice("entry", ENTRIES, "pytest"),
         restart=section.choice("restart", RESTARTS, "warm"),
+        exit_grace=_positive(section, name, "exit_grace", Tier.exit_grace),
+    )
+    return replace(tier, bundled=_bundled(tier, section.child("bundled", f"tier '{name}': 'bundled'"))) \
+        if section.has("bundled") else tier
+
+
+def _bundled(tier: Tier, section: Section) -> Tier:
+    """The tier run from the harness's modules of PyTorch's suites inside torch: the tier's own
+    settings, with what `bundled` says instead (its env adds to the tier's)."""
+    section.check_keys(_BUNDLED_KEYS)
+    section.require("files")
+    timeout = _positive(section, tier.name, "timeout", tier.timeout)
+    return replace(
+        tier, source="torch", files=section.strings("files"), exclude=section.strings("exclude"),
+        description=section.scalar("description", str, tier.description), timeout=timeout,
+        test_timeout=_positive(section, tier.name, "test_timeout", min(tier.test_timeout, timeout)),
+        env={**tier.env, **section.string_map("env")}, pytest_args=section.strings("pytest_args") or tier.pytest_args,
+        entry=section.choice("entry", ENTRIES, tier.entry), restart=section.choice("restart", RESTARTS, tier.restart),
+        stages={}, stage_sources={},
     )
 
 
@@ -135,9 +190,43 @@ def _positive(section: Section, tier: str, key: str, default: int) -> int:
     return value
 
 
-def _stages(section: Section, tier: str) -> dict[str, tuple[str, ...]]:
-    """Named groups of the tier's files (seed 003's pipeline stages), selectable with --stage."""
+def _stages(section: Section, tier: str) -> dict[str, dict[str, Any]]:
+    """Named groups of the tier's files (seed 003's pipeline stages), selected with --stage: a list
+    of the tier's patterns, or `{source: harness, files: [...]}` for files of another source."""
     if not section.has("stages"):
         return {}
     stages = section.child("stages", f"tier '{tier}': 'stages'")
-    return {name: stages.section_of(stages.node, f"tier '{tier}': stage '{name}'").strings(name) for name, _ in stages.items()}
+    files: dict[str, tuple[str, ...]] = {}
+    sources: dict[str, str] = {}
+    for name, node in stages.items():
+        if isinstance(node, yaml.MappingNode):
+            stage = stages.section_of(node, f"tier '{tier}': stage '{name}'")
+            stage.check_keys({"source", "files"})
+            stage.require("files")
+            files[name] = _patterns(stage, "files")
+            sources[name] = stage.choice("source", SOURCES, "pytorch")
+        else:
+            files[name] = _patterns(stages.section_of(stages.node, f"tier '{tier}': stage '{name}'"), name)
+    return {"stages": files, "stage_sources": sources}
+
+
+def _patterns(section: Section, key: str) -> tuple[str, ...]:
+    """Glob patterns of files under the tests directory: never empty, absolute or climbing out of it."""
+    patterns = section.strings(key)
+    node = section.node_of(key)
+    for item, pattern in zip(node.value if node is not None else (), patterns):
+        problem = _escape_problem(pattern)
+        if problem:
+            section.fail(item, f"{section.context}: '{key}': {pattern!r} {problem}")
+    return patterns
+
+
+def _escape_problem(pattern: str) -> str | None:
+    path = PurePosixPath(pattern)
+    if not pattern.strip():
+        return "is empty"
+    if path.is_absolute() or pattern.startswith("~"):
+        return "is absolute: it must be relative to the tests directory"
+    if ".." in path.parts:
+        return "climbs out of its folder with '..'"
+    return None

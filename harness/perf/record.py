@@ -17,12 +17,14 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any
-
-import pyperf
+from typing import TYPE_CHECKING, Any
 
 from harness.errors import HarnessError
+from harness.record import typed
 from harness.record.store import read_json_record, write_json_atomically
+
+if TYPE_CHECKING:  # finding perf runs needs no pyperf (the test diff's report looks for them); loading one does
+    import pyperf
 
 PERF_RECORD = "perf.json"
 PYPERF_JSON = "pyperf.json"
@@ -57,11 +59,9 @@ class PerfRecord:
         return asdict(self)
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> PerfRecord:
-        data = dict(data)
-        for key in ("command", "benchmarks", "failures"):
-            data[key] = tuple(data.get(key, ()))
-        return cls(**data)
+    def from_json(cls, data: object) -> PerfRecord:
+        """A record read back, every field checked against its type (ValueError naming the field)."""
+        return typed.from_json(cls, data)
 
 
 @dataclass(frozen=True)
@@ -131,6 +131,8 @@ def load_perf_side(path: Path) -> PerfSide:
 
 
 def _load_suite(path: Path) -> pyperf.BenchmarkSuite:
+    import pyperf
+
     try:
         return pyperf.BenchmarkSuite.load(str(path))
     except (OSError, ValueError, KeyError, TypeError) as error:
@@ -148,6 +150,16 @@ def latest_perf_runs(results_root: Path) -> dict[tuple[str, int | None], Path]:
     for _, path, record in sorted(runs, key=lambda item: item[0]):
         latest[(record.configuration, record.threshold)] = path
     return latest
+
+
+def latest_pairing(results_root: Path, baseline: str) -> tuple[Path | None, list[Path]]:
+    """The newest complete perf run of the baseline configuration, and the newest of every other
+    (configuration, threshold): by configuration, highest threshold first."""
+    latest = latest_perf_runs(results_root)
+    baselines = [path for (config, _), path in latest.items() if config == baseline]
+    others = sorted(((config, threshold), path) for (config, threshold), path in latest.items() if config != baseline)
+    others.sort(key=lambda item: (item[0][0], -(item[0][1] if item[0][1] is not None else -1)))
+    return (baselines[-1] if baselines else None), [path for _, path in others]
 
 
 def finished(record: PerfRecord, exit_status: int, when: str, interrupted: bool = False) -> PerfRecord:

@@ -31,6 +31,18 @@ def origin(name):
     except (ImportError, ValueError):
         return None
     return spec.origin if spec else None
+def torch_git():
+    import ast, os
+    found = origin("torch")
+    try:
+        with open(os.path.join(os.path.dirname(found), "version.py"), encoding="utf-8") as handle:
+            tree = ast.parse(handle.read())
+    except (OSError, TypeError, SyntaxError):
+        return None
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == ["git_version"]:
+            return node.value.value if isinstance(node.value, ast.Constant) else None
+    return None
 print(json.dumps({
     "path": sys.executable,
     "version": platform.python_version(),
@@ -39,14 +51,24 @@ print(json.dumps({
     "in_venv": sys.prefix != sys.base_prefix,
     "versions": {name: version(name) for name in ("torch", "cinderx", "pytest", "numpy")},
     "cinderx_origin": origin("cinderx") or origin("_cinderx") or origin("cinderjit"),
+    "torch_git": torch_git(),
 }))
 """
 
+# Caches and databases each run keeps in its own folder (run/cache/<folder>), so that no
+# configuration reuses what another built or learned: compiled kernels, C++ extensions, hypothesis
+# examples. Not in the fingerprint: they would make every run's hash differ.
+PER_RUN_FOLDERS = {"TORCHINDUCTOR_CACHE_DIR": "inductor", "TRITON_CACHE_DIR": "triton",
+                   "TORCH_EXTENSIONS_DIR": "torch_extensions", "HYPOTHESIS_STORAGE_DIRECTORY": "hypothesis"}
+# Environment variables that switch PyTorch's test framework (which tests run, how, what it reports):
+# they must be the same in both runs of a comparison (harness/compare/validity.py).
+PYTORCH_SWITCH_PREFIXES = ("PYTORCH_TEST", "PYTORCH_OPINFO", "PYTORCH_HYPOTHESIS", "PYTORCH_PRINT_REPRO")
+PYTORCH_SWITCHES = frozenset({"PYTORCH_DISABLE_RUNNING_SCRIPT_CHK", "DISABLED_TESTS_FILE", "SLOW_TESTS_FILE",
+                              "TORCH_TEST_DEVICES", "OPINFO_RESTRICT_TO_DSL", "CI", "SANDCASTLE",
+                              "CONTINUE_THROUGH_ERROR"})
 # Environment variables that change what tests do; recorded and folded into the fingerprint.
 _RELEVANT_PREFIXES = ("PYTHON", "CINDER", "PYTORCH", "TORCH", "CUDA", "OMP_", "MKL_", "OPENBLAS", "HYPOTHESIS", "CI",
-                      "LD_", *Request().to_env())
-# Set by the runner to a folder of each run: recorded, they would make every run's hash differ.
-_PER_RUN = frozenset({"TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR"})
+                      "LD_", *PYTORCH_SWITCHES, *Request().to_env())
 
 
 def describe_interpreter(python: str) -> dict[str, Any]:
@@ -57,13 +79,21 @@ def describe_interpreter(python: str) -> dict[str, Any]:
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or ["no output"])[-1]
         raise HarnessError(f"interpreter {python} failed to describe itself: {last}")
-    return json.loads(done.stdout)
+    try:
+        description = json.loads(done.stdout)
+        if not isinstance(description, dict) or not isinstance(description.get("versions"), dict):
+            raise ValueError(description)
+    except ValueError:
+        printed = " ".join(done.stdout.split())[:80] or "nothing"
+        raise HarnessError(f"interpreter {python} is not a Python the harness can use: asked to describe "
+                           f"itself, it printed {printed!r}") from None
+    return description
 
 
 def environment_fingerprint(env: dict[str, str], interpreter: dict[str, Any]) -> dict[str, Any]:
     """Machine and environment facts that can change results, with one hash over all of them."""
     relevant = {key: value for key, value in sorted(env.items())
-                if key.startswith(_RELEVANT_PREFIXES) and key not in _PER_RUN}
+                if key.startswith(_RELEVANT_PREFIXES) and key not in PER_RUN_FOLDERS}
     facts = {
         "platform": platform.platform(),
         "machine": platform.machine(),
@@ -74,7 +104,14 @@ def environment_fingerprint(env: dict[str, str], interpreter: dict[str, Any]) ->
         "env": relevant,
     }
     facts["hash"] = hashlib.sha256(json.dumps(facts, sort_keys=True).encode()).hexdigest()[:16]
+    facts["pytorch_switches"] = pytorch_switches(env)
     return facts
+
+
+def pytorch_switches(env: dict[str, str]) -> dict[str, str]:
+    """PyTorch's test switches as the test processes see them (unset ones left out)."""
+    return {key: value for key, value in sorted(env.items())
+            if key.startswith(PYTORCH_SWITCH_PREFIXES) or key in PYTORCH_SWITCHES}
 
 
 def _cpu_model() -> str:
@@ -90,15 +127,19 @@ def _cpu_model() -> str:
 MAX_SIBLING_BYTES = 5 * 2**20  # sibling data files (manifests, helpers) count; large artefacts do not
 
 
-def sources_identity(tests_dir: Path, files: list[str]) -> dict[str, Any]:
-    """A content hash of the files run, the files beside them (helpers, manifests) and the
-    conftest.py files above them, plus a git commit if any."""
-    digest = hashlib.sha256()
-    for relative in sorted(set(files) | _conftests(tests_dir, files) | _siblings(tests_dir, files)):
+def sources_identity(tests_dir: Path, files: list[str], origin: dict[str, Any] | None = None,
+                     support: list[str] | None = None) -> dict[str, Any]:
+    """A content hash of the files run, the files beside them (helpers, manifests), the conftest.py
+    files above them and `support` files, plus a git commit if any. `origin` says where tests come
+    from when that is not the files alone (PyTorch's suites inside torch: which torch); it is hashed too."""
+    digest = hashlib.sha256(json.dumps(origin, sort_keys=True).encode())
+    hashed = set(files) | set(support or ()) | _conftests(tests_dir, files) | _siblings(tests_dir, files)
+    for relative in sorted(hashed):
         digest.update(relative.encode() + b"\0" + (tests_dir / relative).read_bytes() + b"\0")
     commit = subprocess.run(["git", "-C", str(tests_dir), "rev-parse", "HEAD"], capture_output=True, text=True)
-    return {"hash": digest.hexdigest()[:16], "files": len(files),
-            "commit": commit.stdout.strip() if commit.returncode == 0 else None}
+    identity = {"hash": digest.hexdigest()[:16], "files": len(files),
+                "commit": commit.stdout.strip() if commit.returncode == 0 else None}
+    return {**identity, "origin": origin} if origin else identity
 
 
 def _siblings(tests_dir: Path, files: list[str]) -> set[str]:

@@ -8,8 +8,10 @@ identity, completeness) lives in the RunRecord.
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from typing import Any
+
+from harness.record import typed
 
 SCHEMA = 1
 
@@ -34,6 +36,21 @@ class TestResult:
     @property
     def test_id(self) -> str:
         return f"{self.classname}::{self.name}"
+
+
+@dataclass(frozen=True)
+class StoredResult:
+    """One test's result as a results table holds it (harness/record/stream.py): under its identity
+    key, with everything a comparison or the history reads, but not its traceback."""
+
+    test: str  # the identity key (harness/record/identity.py)
+    module: str
+    outcome: str
+    duration: float = 0.0
+    message: str = ""
+    nodeid: str = ""
+    replay: str = ""
+    attempts: tuple[str, ...] = ()
 
 
 def junit_names(nodeid: str) -> tuple[str, str]:
@@ -61,11 +78,48 @@ class FileRecord:
     culprit: str | None = None
     processes: int = 1  # more than 1 when the file was resumed in a new process after a crash or hang
     restart: str | None = None  # how it resumes: "warm" (a fork of the collected process) or "fresh: <why>"
+    descendants: dict[str, Any] | None = None  # Descendants.as_dict(): the JIT in processes the tests started
+    stream_errors: tuple[str, ...] = ()  # lines of its event stream that were not events ("line N: 'text'")
+    jit_processes: tuple[dict[str, Any], ...] = ()  # per test process: the JIT state CinderX reported at the
+    # switch (`applied`, with `collected` and `compiled_before`) and at the end (`finished`)
+
+    @property
+    def compiled(self) -> int:
+        """Functions the JIT compiled for this file: in its test processes and in the processes they started."""
+        own = self.jit.get("compiled", 0) if self.jit else 0
+        return own + (self.descendants.get("compiled", 0) if self.descendants else 0)
 
     @property
     def vacuous(self) -> bool:
         """A JIT file whose JIT compiled nothing: its passes prove nothing about the JIT."""
-        return self.jit is not None and self.jit.get("compiled", 0) == 0
+        return self.jit is not None and self.compiled == 0
+
+
+@dataclass(frozen=True)
+class Descendants:
+    """The processes a file's tests started (multiprocessing workers, subprocesses) and whether
+    each ran under the JIT request of its configuration, as it reported when it ended."""
+
+    started: int  # multiprocessing children the test processes announced
+    reported: int  # descendants that reported (their own children included)
+    as_requested: int  # of those, the JIT was as the configuration asked (on: enabled; off: loaded, disabled)
+    compiled: int  # functions they compiled themselves (code inherited through fork not counted)
+    without_jit: tuple[str, ...] = ()  # "pid argv: state" of descendants whose JIT was not as asked
+    unreported: tuple[str, ...] = ()  # "pid: exit status N" of children that ended normally, unreported
+    killed: int = 0  # children ended by a signal before they could report
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @property
+    def problems(self) -> list[str]:
+        """Worker processes that ran without the JIT, or that never proved they had it."""
+        found = [f"{len(self.without_jit)} of {self.reported} worker processes ran without the JIT "
+                 f"({'; '.join(self.without_jit[:3])})"] if self.without_jit else []
+        if self.unreported:
+            found.append(f"{len(self.unreported)} of {self.started} worker processes ended without reporting "
+                         f"their JIT state ({'; '.join(self.unreported[:3])})")
+        return found
 
 
 @dataclass(frozen=True)
@@ -88,7 +142,10 @@ class RunRecord:
     command: list[str] = field(default_factory=list)
     targets: tuple[str, ...] = ()  # the files or node ids this run was asked to run (a shard's share)
     shard: str | None = None  # "I/N" when the tier was split across machines
+    stages: tuple[str, ...] = ()  # the tier's stages the run selected (--stage); none: the whole tier
     python: str = ""  # the interpreter the test processes ran under (what --resume reuses)
+    absent: tuple[str, ...] = ()  # files the tier names that the tests directory does not have
+    entries: tuple[str, ...] = ()  # PyTorch database entries the run was narrowed to (--select NAME)
     schema: int = SCHEMA
 
     @property
@@ -97,17 +154,30 @@ class RunRecord:
 
     @property
     def compiled(self) -> int:
-        return sum(f.jit.get("compiled", 0) for f in self.files if f.jit)
+        return sum(f.compiled for f in self.files)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> RunRecord:
-        known = {f.name for f in fields(cls)}
-        file_fields = {f.name for f in fields(FileRecord)}
-        values = {key: value for key, value in data.items() if key in known}
-        values["files"] = tuple(FileRecord(**{k: v for k, v in item.items() if k in file_fields})
-                                for item in data.get("files", ()))
-        values["targets"] = tuple(values.get("targets", ()))
-        return cls(**values)
+    def from_json(cls, data: object) -> RunRecord:
+        """A record read back, every field checked against its type (ValueError naming the field)."""
+        record = typed.from_json(cls, data)
+        _check_values(record)
+        return record
+
+
+_SHARD = re.compile(r"[1-9][0-9]*/[1-9][0-9]*")
+
+
+def _check_values(record: RunRecord) -> None:
+    """What the types alone do not say and readers rely on: a configuration's name, a shard's
+    I/N, a JIT state's compiled count."""
+    if not isinstance(record.configuration.get("name"), str):
+        raise ValueError(f"configuration.name: expected str, not {record.configuration.get('name')!r}")
+    if record.shard is not None and not _SHARD.fullmatch(record.shard):
+        raise ValueError(f"shard: expected I/N, not {record.shard!r}")
+    for index, file in enumerate(record.files):
+        compiled = (file.jit or {}).get("compiled", 0)
+        if not isinstance(compiled, int) or isinstance(compiled, bool):
+            raise ValueError(f"files[{index}].jit.compiled: expected int, not {compiled!r}")

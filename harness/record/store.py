@@ -6,29 +6,48 @@
         junit/<module>.xml                     one JUnit XML per test file, every test in it
         events/<module>.jsonl                  the plugin's live stream (start/outcome per test)
         logs/<module>.log                      stdout and stderr of the test process(es)
+        processes/<module>/<pid>.json          the JIT state of each process the tests started
         cache/                                 pytest, inductor and triton caches of this run
+      harness.db                               the results database (harness/record/database.py)
 """
 
 from __future__ import annotations
 
-import gc
+import fcntl
 import json
 import os
-from collections.abc import Callable
+import tempfile
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import TypeVar
 
 from harness.errors import HarnessError
-from harness.record.junit import read_results
+from harness.record.junit import iter_results
 from harness.record.model import RunRecord, TestResult
 
 RUN_RECORD = "run.json"
+RUN_LOCK = "runner.lock"  # held (flock) by the process running the run's files; holds its pid
 
 
 def default_results_root() -> Path:
-    return Path(os.environ.get("HARNESS_RESULTS", "results"))
+    return Path(os.environ.get("HARNESS_RESULTS") or "results")  # set but empty: the default, not "."
+
+
+def ensure_folder(path: Path, what: str) -> Path:
+    """A folder the harness will write into, created if missing and tried with a file; a one-line
+    error naming `what` (the option) if it cannot be, before any work that would be lost."""
+    if path.exists() and not path.is_dir():
+        raise HarnessError(f"{what} {path}: is a file, not a folder")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=path):
+            pass
+    except OSError as error:
+        raise HarnessError(f"{what} {path}: cannot write there: {error.strerror}") from None
+    return path
 
 
 T = TypeVar("T")
@@ -37,15 +56,19 @@ T = TypeVar("T")
 def write_json_atomically(path: Path, data: object) -> None:
     """Replace a JSON record atomically: an interrupt never leaves half a record."""
     partial = path.with_suffix(".json.partial")
-    partial.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    partial.replace(path)
+    try:
+        partial.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        partial.replace(path)
+    except OSError as error:
+        partial.unlink(missing_ok=True)
+        raise HarnessError(f"{path}: cannot write: {error.strerror}") from None
 
 
 def read_json_record(path: Path, build: Callable[[dict], T], what: str) -> T:
     """A record read back from JSON, or a one-line error naming the file."""
     try:
         return build(json.loads(path.read_text(encoding="utf-8")))
-    except (OSError, ValueError, TypeError) as error:
+    except (OSError, ValueError, TypeError, RecursionError) as error:
         raise HarnessError(f"{path}: not a readable {what}: {error}") from None
 
 
@@ -68,13 +91,39 @@ class RunDirectory:
     def log(self, module: str) -> Path:
         return self.root / "logs" / f"{module}.log"
 
+    def processes(self, module: str) -> Path:
+        """Where the processes a file's tests started report their JIT state, one file each."""
+        return self.root / "processes" / module
+
     @property
     def cache(self) -> Path:
         return self.root / "cache"
 
     def create(self) -> None:
-        for part in ("junit", "events", "logs", "cache"):
-            (self.root / part).mkdir(parents=True, exist_ok=True)
+        for part in ("junit", "events", "logs", "processes", "cache"):
+            ensure_folder(self.root / part, "run directory")
+
+    @contextmanager
+    def hold(self) -> Iterator[None]:
+        """The run, for this process alone while it runs files: a second runner (`--resume` twice, a
+        resume of a run still running) is refused in one line. The kernel drops the lock when its
+        holder dies, so a killed runner never keeps its run."""
+        handle = open(self.root / RUN_LOCK, "a+", encoding="utf-8")  # noqa: SIM115 - held across the yield
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip() or "?"
+            handle.close()
+            raise HarnessError(f"{self.root}: process {holder} is running this run (a run or a --resume); "
+                               "wait for it to end, or stop it, then resume") from None
+        try:
+            handle.truncate(0)
+            handle.write(f"{os.getpid()}\n")
+            handle.flush()
+            yield
+        finally:
+            handle.close()
 
     def write_record(self, record: RunRecord) -> None:
         write_json_atomically(self.record_path, record.to_json())
@@ -84,14 +133,33 @@ class RunDirectory:
 
 
 @dataclass(frozen=True)
+class JUnitFiles:
+    """The results of JUnit XML files, read again on every pass, a suite at a time: a side of a
+    million tests is streamed, never held in memory."""
+
+    paths: tuple[Path, ...]
+
+    def __iter__(self) -> Iterator[TestResult]:
+        for path in self.paths:
+            yield from iter_results(path)
+
+    @property
+    def size(self) -> int:
+        """Bytes of XML, to judge whether reading them is worth a process of its own."""
+        return sum(path.stat().st_size for path in self.paths)
+
+
+@dataclass(frozen=True)
 class Side:
     """One side of a comparison: its results and, for run directories, its run record.
 
-    A side split into shards (several run directories of one configuration and tier) has one
-    merged `record` over every shard, and `parts`, the run directories and records it came from."""
+    `results` is anything that yields TestResults again on every pass: the JUnit files of a folder
+    (JUnitFiles), or results already in memory. A side split into shards (several run directories
+    of one configuration and tier) has one merged `record` over every shard, and `parts`, the run
+    directories and records it came from."""
 
     path: Path
-    results: tuple[TestResult, ...]
+    results: Iterable[TestResult]
     record: RunRecord | None
     parts: tuple[tuple[Path, RunRecord], ...] = ()
 
@@ -107,7 +175,7 @@ class Side:
 
 def load_side(path: Path) -> Side:
     """A run directory, a folder of run directories (shards, merged), or any folder of JUnit XML
-    files (searched recursively)."""
+    files (searched recursively). Results are read when the side is compared."""
     if not path.is_dir():
         raise HarnessError(f"{path}: not a directory (expected a run directory or a folder of JUnit XML files)")
     run = RunDirectory(path)
@@ -119,26 +187,14 @@ def load_side(path: Path) -> Side:
     xml_files = sorted(path.rglob("*.xml"))
     if not xml_files:
         raise HarnessError(f"{path}: no JUnit XML files and no {RUN_RECORD}")
-    return Side(path, _read_all(xml_files), None)
+    return Side(path, JUnitFiles(tuple(xml_files)), None)
 
 
 def load_runs(paths: list[Path], path: Path | None = None) -> Side:
     """Run directories that together make one side (the shards of one run), merged."""
     parts = tuple((run, RunDirectory(run).read_record()) for run in paths)
-    results = _read_all([xml for run, _ in parts for xml in sorted((run / "junit").glob("*.xml"))])
+    results = JUnitFiles(tuple(xml for run, _ in parts for xml in sorted((run / "junit").glob("*.xml"))))
     return Side(path or paths[0], results, merge_records([record for _, record in parts]), parts)
-
-
-def _read_all(xml_files: list[Path]) -> tuple[TestResult, ...]:
-    """Every result of the files, in order. Results hold no cycles, so the cyclic garbage collector
-    is paused meanwhile: a million results otherwise trigger collections that cost a tenth of the read."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        return tuple(result for xml in xml_files for result in read_results(xml))
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def merge_records(records: list[RunRecord]) -> RunRecord:
@@ -163,7 +219,10 @@ def new_run_directory(results_root: Path, configuration: str, tier: str, shard: 
                       started: datetime) -> RunDirectory:
     """`<config>-<tier>[-shardIofN]-<timestamp>`: recent_runs finds a tier's newest runs by name."""
     part = f"-shard{shard.replace('/', 'of')}" if shard else ""
-    return RunDirectory(results_root / f"{configuration}-{tier}{part}-{started:%Y%m%dT%H%M%S%f}")
+    name = f"{configuration}-{tier}{part}-{started:%Y%m%dT%H%M%S%f}"
+    if Path(name).name != name or name.startswith("."):
+        raise HarnessError(f"run directory name {name!r} would not be a folder of {results_root}")
+    return RunDirectory(results_root / name)
 
 
 def recent_runs(results_root: Path, tier: str, count: int) -> list[RunRecord]:

@@ -1,15 +1,37 @@
-"""The comparison as JSON, in the shape PRODUCT.md promises to other tools (and more)."""
+"""The report as JSON, in the shape PRODUCT.md promises to other tools (and more).
+
+One document per comparison (a list when there are several). The contract's keys (`valid`,
+`problems`, `summary`, `modules`, `regressions` with their fields) keep their meaning; newer keys
+only add to them: per regression `status`, `known`, `culprit` and `new_since`; per document
+`known_fixed` when a known-regressions file was given, `trend` when run history knows the
+candidate, and `perf` when a performance comparison was made.
+"""
 
 from __future__ import annotations
 
 from dataclasses import asdict
 from typing import Any
 
-from harness.compare.diff import Comparison
+from harness.compare.diff import Known, Regression
+from harness.report.model import Culprit, Finding, Forest, Interval, Report, Section
 
 
-def to_json(comparison: Comparison) -> dict[str, Any]:
-    return {
+def to_json(report: Report) -> dict[str, Any] | list[dict[str, Any]]:
+    documents = [_document(report, section) for section in report.sections]
+    return documents[0] if len(documents) == 1 else documents
+
+
+def _document(report: Report, section: Section) -> dict[str, Any]:
+    comparison = section.comparison
+    findings = {f.test: f for f in section.regressions}
+
+    def regression(r: Regression) -> dict[str, Any]:
+        return {"test": r.test, "module": r.module, "nodeid": r.nodeid, "baseline": r.baseline,
+                "candidate": r.candidate, "detail": r.detail, "confirmed": r.confirmed, "confirmation": r.confirmation,
+                "polluters": list(r.polluters), "classification": r.classification, "replay": r.replay,
+                "candidate_replay": r.replay, "baseline_replay": r.baseline_replay, **_annotations(findings[r.test])}
+
+    document = {
         "baseline": comparison.baseline,
         "candidate": comparison.candidate,
         "configuration": comparison.configuration,
@@ -19,8 +41,11 @@ def to_json(comparison: Comparison) -> dict[str, Any]:
         "problems": list(comparison.problems),
         "notes": list(comparison.notes),
         "exit_status": comparison.exit_status,
+        "versions": {"baseline": comparison.baseline_versions, "candidate": comparison.candidate_versions},
         "summary": {
             "regressions": len(comparison.regressions),
+            "known_regressions": len(comparison.known),
+            "known_fixed": len(comparison.known_fixed),
             "fixes": len(comparison.fixes),
             "flaky": len(comparison.flaky),
             "new": len(comparison.new),
@@ -28,19 +53,18 @@ def to_json(comparison: Comparison) -> dict[str, Any]:
             "skip_changes": len(comparison.skip_changes),
             "xfail_drift": len(comparison.xfail_drift),
             "failure_changes": len(comparison.failure_changes),
+            "confirmed": sum(1 for r in comparison.regressions if r.confirmed),
         },
         "modules": [
             {"module": row.module, "baseline": row.baseline, "candidate": row.candidate,
-             "jit_compiled": row.jit_compiled, "regressions": row.regressions, "vacuous": row.vacuous}
+             "jit_compiled": row.jit_compiled, "regressions": row.regressions, "known_regressions": row.known,
+             "vacuous": row.vacuous}
             for row in comparison.modules
         ],
-        "regressions": [
-            {"test": r.test, "module": r.module, "nodeid": r.nodeid, "baseline": r.baseline, "candidate": r.candidate,
-             "detail": r.detail, "confirmed": r.confirmed, "confirmation": r.confirmation,
-             "polluters": list(r.polluters), "classification": r.classification,
-             "replay": r.replay, "candidate_replay": r.replay, "baseline_replay": r.baseline_replay}
-            for r in comparison.regressions
-        ],
+        "regressions": [regression(r) for r in comparison.regressions],
+        "known_regressions": [regression(r) for r in comparison.known],
+        "known_fixed": [{"test": f.test, "module": f.module, **_known(f.known)} for f in comparison.known_fixed],
+        "known_regressions_file": comparison.known_source or None,
         "flaky": [asdict(f) for f in comparison.flaky],
         "skip_changes": [asdict(c) for c in comparison.skip_changes],
         "xfail_drift": [asdict(c) for c in comparison.xfail_drift],
@@ -49,3 +73,39 @@ def to_json(comparison: Comparison) -> dict[str, Any]:
         "new": list(comparison.new),
         "missing": list(comparison.missing),
     }
+    trend = next((t for t in report.history.trends if t.configuration == comparison.candidate), None) \
+        if report.history else None
+    if trend is not None:
+        document["trend"] = [asdict(point) for point in trend.points]
+    if report.forest is not None:
+        document["perf"] = _perf(report.forest)
+    return document
+
+
+def _annotations(finding: Finding) -> dict[str, Any]:
+    return {"status": finding.status.value, "known": _known(finding.known) if finding.known else None,
+            "culprit": _culprit(finding.culprit) if finding.culprit else None, "new_since": finding.new_since or None}
+
+
+def _known(known: Known) -> dict[str, str]:
+    """Why a test is known to regress: the entry's reason, link, test id or pattern, and file:line."""
+    return {"reason": known.reason, "link": known.link, "known_as": known.pattern, "entry": known.entry}
+
+
+def _culprit(culprit: Culprit) -> dict[str, Any]:
+    return {"functions": list(culprit.functions), "passes": list(culprit.passes), "reproducer": culprit.reproducer,
+            "probes": culprit.probes, "seconds": culprit.seconds, "note": culprit.note}
+
+
+def _interval(interval: Interval | None) -> dict[str, Any] | None:
+    return None if interval is None else {"speedup": interval.ratio, "ci95": [interval.low, interval.high],
+                                          "verdict": interval.verdict}
+
+
+def _perf(forest: Forest) -> dict[str, Any]:
+    """The forest plot's data: per benchmark and candidate the speed-up and its 95% interval."""
+    return {"baseline": forest.baseline, "candidates": list(forest.candidates), "valid": forest.valid,
+            "problems": list(forest.problems),
+            "benchmarks": [{"name": row.benchmark, "tag": row.tag,
+                            "speedups": [_interval(i) for i in row.intervals]} for row in forest.rows],
+            "geometric_means": {tag: [_interval(i) for i in intervals] for tag, intervals in forest.means}}

@@ -1,20 +1,36 @@
-"""The comparison as Markdown: seed 001's per-module table, then each regression with its replays,
-then the other categories; and the threshold-sweep table, one column per threshold."""
+"""The report as Markdown: short enough for a GitHub job summary and a terminal.
+
+Per comparison: the verdict, the counts, the worst modules (seed 001's per-module table) and the
+top regressions with their replay commands; then a pointer to the HTML report, which has
+everything. A threshold sweep gets its table, one column per threshold.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
-from typing import TypeVar
+from collections.abc import Iterable
 
-from harness.compare.diff import Change, Comparison, Flaky, ModuleRow, Regression
-from harness.compare.sweep import Sweep
+from harness.compare.diff import ModuleRow
+from harness.compare.sweep import column_label
+from harness.report.model import Finding, Report, Section, Status, SweepLine, compiled_total
+from harness.report.text import counts, speedup, summed
 
-_LISTED = 50  # tests listed by name per category up to this many; counts are always complete
-T = TypeVar("T")
-_CORE = ("passed", "failed", "error", "skipped", "xfailed")
+TOP_REGRESSIONS = 10  # per comparison; the HTML report lists them all
+TOP_MODULES = 20  # per table, worst first
+HTML_POINTER = ("Everything else (heatmap, charts, every regression with its failure message, filters, copy "
+                "buttons): the HTML report `report.html` written beside this file (in CI: the job's report artifact).")
 
 
-def render(comparison: Comparison) -> str:
+def render(report: Report) -> str:
+    parts = [_sweep(line) for line in report.sweeps] + [_section(report, s) for s in report.sections]
+    if report.forest is not None:
+        parts.append(_perf(report))
+    if report.history is not None and report.history.recovered:
+        parts.append(f"Recovered since an earlier run: {len(report.history.recovered)} test(s).\n")
+    return "\n".join(parts) + "\n" + HTML_POINTER + "\n"
+
+
+def _section(report: Report, section: Section) -> str:
+    comparison = section.comparison
     lines = [f"## {comparison.candidate} vs {comparison.baseline}", ""]
     if comparison.valid:
         lines.append("**Valid comparison.**")
@@ -22,117 +38,126 @@ def render(comparison: Comparison) -> str:
         lines.append("**INVALID comparison: no verdict.**")
         lines.extend(f"- {problem}" for problem in comparison.problems)
     lines.extend(f"- note: {note}" for note in comparison.notes)
-    lines += ["", (f"Regressions: **{len(comparison.regressions)}** · fixes: {len(comparison.fixes)} · "
-                   f"new: {len(comparison.new)} · missing: {len(comparison.missing)} · flaky: {len(comparison.flaky)}"), ""]
+    confirmed = sum(1 for f in section.regressions if f.status is Status.CONFIRMED)
+    known = f" (+{len(comparison.known)} known)" if comparison.known else ""
+    lines += ["", (f"Regressions: **{len(comparison.regressions)}**{known}" + (f" ({confirmed} confirmed)" if confirmed else "")
+                   + f" · fixes: {len(comparison.fixes)} · new: {len(comparison.new)} · missing: {len(comparison.missing)}"
+                   f" · flaky: {len(comparison.flaky)}"), ""]
+    if comparison.known or comparison.known_fixed:
+        fixed = (f"; known, now fixed: {len(comparison.known_fixed)} (remove their entries)"
+                 if comparison.known_fixed else "")
+        lines += [f"Known regressions: {len(comparison.known)}, from {comparison.known_source}{fixed} "
+                  "(every one listed in the HTML and JSON reports).", ""]
+        known = [f for f in section.regressions if f.known]
+        lines += [f"- `{f.test}` ({f.known.entry}): {f.known.reason}" + (f" ({f.known.link})" if f.known.link else "")
+                  for f in known[:TOP_REGRESSIONS]]
+        lines += [f"- … {len(known) - TOP_REGRESSIONS} more known (HTML and JSON reports)"] if len(known) > TOP_REGRESSIONS else []
+        lines += [""] if known else []
+    trend = next((t for t in report.history.trends if t.configuration == comparison.candidate), None) \
+        if report.history else None
+    if trend is not None and trend.points:
+        lines += ["Failing tests per run (run history), oldest first: "
+                  + " → ".join(str(p.failing) for p in trend.points), ""]
     lines += _module_table(comparison.modules)
-    if comparison.regressions:
-        lines += ["", "### Regressions", ""]
-        for regression in comparison.regressions:
-            lines += _regression(regression)
-    lines += _section("Flaky", comparison.flaky, _flaky)
-    lines += _section("Skip changes", comparison.skip_changes, _change)
-    lines += _section("Xfail drift", comparison.xfail_drift, _change)
-    lines += _section("Failures that changed", comparison.failure_changes, _change)
-    for title, tests in (("Fixes", comparison.fixes), ("New tests", comparison.new), ("Missing tests", comparison.missing)):
-        lines += _section(title, tests, lambda test: [f"- `{test}`"])
+    regressions = [f for f in section.regressions if not f.known]
+    if regressions:
+        shown = min(len(regressions), TOP_REGRESSIONS)
+        lines += ["", f"### Top regressions ({shown} of {len(regressions)})", ""]
+        for finding in regressions[:TOP_REGRESSIONS]:
+            lines += _regression(finding)
+    others = [(name, len(items)) for name, items in (
+        ("flaky", comparison.flaky), ("skip changes", comparison.skip_changes), ("xfail drift", comparison.xfail_drift),
+        ("failures that changed", comparison.failure_changes)) if items]
+    if others:
+        lines += ["", "Also: " + " · ".join(f"{name} {count}" for name, count in others) + " (listed in the HTML and JSON reports)"]
     return "\n".join(lines) + "\n"
 
 
-def _regression(r: Regression) -> list[str]:
-    status = {True: " · confirmed", False: " · not confirmed", None: ""}[r.confirmed]
-    lines = [f"- `{r.test}`: {r.baseline} → **{r.candidate}** ({r.classification}){status}"]
-    if r.detail:
-        lines.append(f"  - {r.detail.splitlines()[0]}")
-    if r.polluters:
-        lines.append(f"  - fails only after: {', '.join(f'`{p}`' for p in r.polluters)}")
-    if r.confirmation:
-        lines.append(f"  - reruns: {r.confirmation}")
-    if r.baseline_replay:
-        lines.append(f"  - baseline replay: `{r.baseline_replay}`")
-    if r.replay:
-        lines.append(f"  - candidate replay: `{r.replay}`")
-    return lines
-
-
-def _flaky(f: Flaky) -> list[str]:
-    lines = [f"- `{f.test}`: {f.baseline} → {f.candidate}: {f.reason}"]
-    return lines + ([f"  - candidate replay: `{f.replay}`"] if f.replay else [])
-
-
-def _change(c: Change) -> list[str]:
-    return [f"- `{c.test}`: {c.baseline} → {c.candidate}" + (f" ({c.detail})" if c.detail else "")]
-
-
-def _section(title: str, items: Sequence[T], lines_of: Callable[[T], list[str]]) -> list[str]:
-    if not items:
-        return []
-    lines = ["", f"### {title} ({len(items)})", ""]
-    for item in items[:_LISTED]:
-        lines += lines_of(item)
-    if len(items) > _LISTED:
-        lines.append(f"- … and {len(items) - _LISTED} more (see the JSON report)")
+def _regression(f: Finding) -> list[str]:
+    status = " · confirmed" if f.status is Status.CONFIRMED else ""
+    new = f" · new since {f.new_since}" if f.new_since else ""
+    lines = [f"- `{f.test}`: {f.baseline} → **{f.candidate}** ({f.classification}){status}{new}"]
+    if f.known:
+        lines.append(f"  - known: {f.known.reason}" + (f" ({f.known.link})" if f.known.link else ""))
+    if f.detail:
+        lines.append(f"  - {f.detail.splitlines()[0]}")
+    if f.culprit:
+        lines.append(f"  - culprit: {', '.join(f'`{name}`' for name in f.culprit.functions)}")
+    if f.polluters:
+        lines.append(f"  - fails only after: {', '.join(f'`{p}`' for p in f.polluters)}")
+    if f.confirmation:
+        lines.append(f"  - reruns: {f.confirmation}")
+    if f.baseline_replay:
+        lines.append(f"  - baseline replay: `{f.baseline_replay}`")
+    if f.replay:
+        lines.append(f"  - candidate replay: `{f.replay}`")
     return lines
 
 
 def _module_table(rows: tuple[ModuleRow, ...]) -> list[str]:
     lines = ["| Module | Baseline P/F/E/S/XF | Candidate P/F/E/S/XF | Compiled | Regressions |",
              "|---|---|---|---|---|"]
-    for row in rows:
+    worst = sorted(rows, key=lambda r: (-r.regressions, r.module))
+    for row in worst[:TOP_MODULES]:
         regressions = f"**{row.regressions}**" if row.regressions else "0"
         lines.append(f"| {row.module} | {counts(row.baseline)} | {counts(row.candidate)} | {_compiled(row)} | {regressions} |")
-    lines.append(f"| **TOTAL** | {counts(_sum(r.baseline for r in rows))} | {counts(_sum(r.candidate for r in rows))} | "
-                 f"{_compiled_total(rows)} | {sum(r.regressions for r in rows)} |")
+    if len(rows) > TOP_MODULES:
+        lines.append(f"| … {len(rows) - TOP_MODULES} more modules (HTML report) | | | | |")
+    lines.append(f"| **TOTAL** | {counts(summed(r.baseline for r in rows))} | {counts(summed(r.candidate for r in rows))} | "
+                 f"{_total(rows)} | {sum(r.regressions for r in rows)} |")
     return lines
 
 
-def render_sweep(sweep: Sweep) -> str:
-    """One row per module, one column per threshold: candidate counts · compiled · regressions."""
-    columns = [f"threshold {c.threshold}" + ("" if c.valid else " (INVALID)") for c in sweep.comparisons]
-    tier = f" (tier {sweep.tier})" if sweep.tier else ""
-    lines = [f"## Threshold sweep: {sweep.configuration} vs {sweep.baseline}{tier}", "",
+def _sweep(line: SweepLine) -> str:
+    """One row per module (worst first), one column per threshold: candidate counts · compiled · regressions."""
+    sweep = line.sweep
+    columns = [column_label(c) for c in sweep.comparisons]
+    lines = [f"## Threshold sweep: {line.title}", "",
              "Each threshold cell: candidate P/F/E/S/XF · functions compiled · regressions.", "",
              "| Module | Baseline P/F/E/S/XF | " + " | ".join(columns) + " |",
              "|---|---|" + "---|" * len(columns)]
     tables = [{row.module: row for row in c.modules} for c in sweep.comparisons]
-    for module in sweep.modules:
+    modules = sorted(sweep.modules, key=lambda m: (-sum(t[m].regressions for t in tables if m in t), m))
+    for module in modules[:TOP_MODULES]:
         rows = [table.get(module) for table in tables]
         baseline = next((row.baseline for row in rows if row is not None), {})
         lines.append(f"| {module} | {counts(baseline)} | " + " | ".join(_cell(row) for row in rows) + " |")
-    totals = [f"{counts(_sum(r.candidate for r in c.modules))} · {_compiled_total(c.modules)} · {len(c.regressions)}"
-              for c in sweep.comparisons]
-    baseline_total = counts(_sum(r.baseline for r in sweep.comparisons[0].modules))
-    lines.append(f"| **TOTAL** | {baseline_total} | " + " | ".join(totals) + " |")
+    if len(modules) > TOP_MODULES:
+        lines.append(f"| … {len(modules) - TOP_MODULES} more modules (HTML report) | |" + " |" * len(columns))
+    totals = [f"{counts(summed(r.candidate for r in c.modules))} · {_total(c.modules)} · {len(c.regressions)}"
+              + (f" (+{len(c.known)} known)" if c.known else "") for c in sweep.comparisons]
+    lines.append(f"| **TOTAL** | {counts(summed(r.baseline for r in sweep.comparisons[0].modules))} | "
+                 + " | ".join(totals) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _perf(report: Report) -> str:
+    forest = report.forest
+    lines = [f"## Performance vs {forest.baseline}", ""]
+    if not forest.valid:
+        lines += [f"- {problem}" for problem in forest.problems] + [""]
+    means = dict(forest.means).get("all", ())
+    for candidate, interval in zip(forest.candidates, means):
+        lines.append(f"- {candidate}: geometric mean {speedup(interval) if interval else 'withheld'}")
     return "\n".join(lines) + "\n"
 
 
 def _cell(row: ModuleRow | None) -> str:
     if row is None:
         return "absent"
-    regressions = f"**{row.regressions}**" if row.regressions else "0"
-    return f"{counts(row.candidate)} · {_compiled(row)} · {regressions}"
+    return f"{counts(row.candidate)} · {_compiled(row)} · {_regressions_cell(row)}"
+
+
+def _regressions_cell(row: ModuleRow) -> str:
+    """New regressions in bold, known ones beside them."""
+    new = f"**{row.regressions}**" if row.regressions else "0"
+    return new + (f" (+{row.known} known)" if row.known else "")
 
 
 def _compiled(row: ModuleRow) -> str:
     return "—" if row.jit_compiled is None else f"{row.jit_compiled:,}" + (" (vacuous)" if row.vacuous else "")
 
 
-def _compiled_total(rows: Iterable[ModuleRow]) -> str:
-    values = [r.jit_compiled for r in rows if r.jit_compiled is not None]
-    return f"{sum(values):,}" if values else "—"
-
-
-def counts(outcomes: dict[str, int]) -> str:
-    """`P/F/E/S/XF`, with crashed, timeout and xpassed added when there are any."""
-    if not outcomes:
-        return "absent"
-    core = "/".join(str(outcomes.get(k, 0)) for k in _CORE)
-    extra = [f"{outcomes[k]} {k}" for k in ("crashed", "timeout", "xpassed") if outcomes.get(k)]
-    return core + (f" (+{', '.join(extra)})" if extra else "")
-
-
-def _sum(entries: Iterable[dict[str, int]]) -> dict[str, int]:
-    total: dict[str, int] = {}
-    for entry in entries:
-        for key, value in entry.items():
-            total[key] = total.get(key, 0) + value
-    return total
+def _total(rows: Iterable[ModuleRow]) -> str:
+    total = compiled_total(rows)
+    return "—" if total is None else f"{total:,}"

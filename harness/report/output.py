@@ -1,12 +1,10 @@
-"""Deliver reports: Markdown rendered in the terminal by rich, and files in the requested formats.
+"""Deliver reports: files in the requested formats, and the Markdown on the terminal (rich renders it).
 
-HTML is rich's export of the same rendering, so the three forms cannot drift apart. Several
-comparisons of one configuration at several JIT thresholds are preceded by their sweep table.
+Every form is rendered from one report model (harness/report/model.py), so they cannot drift apart.
 """
 
 from __future__ import annotations
 
-import io
 import json
 import sys
 from pathlib import Path
@@ -14,34 +12,31 @@ from pathlib import Path
 from rich.console import Console
 from rich.markdown import Markdown
 
-from harness.compare.diff import Comparison
-from harness.compare.sweep import sweeps
 from harness.report import json_report, markdown
+from harness.report.model import Report
 
 
-def render(comparisons: list[Comparison], fmt: str) -> str:
+def render(report: Report, fmt: str) -> str:
     if fmt == "json":
-        documents = [json_report.to_json(c) for c in comparisons]
-        return json.dumps(documents[0] if len(documents) == 1 else documents, indent=2) + "\n"
-    text = "\n".join([*(markdown.render_sweep(s) for s in sweeps(comparisons)), *(markdown.render(c) for c in comparisons)])
-    if fmt == "md":
-        return text
-    console = Console(record=True, width=160, file=io.StringIO())
-    console.print(Markdown(text))
-    return console.export_html(inline_styles=True)
+        return json.dumps(json_report.to_json(report), indent=2) + "\n"
+    if fmt == "html":
+        from harness.report import html  # Jinja2 and matplotlib: loaded only for the page
+
+        return html.render(report)
+    return markdown.render(report)
 
 
-def deliver(comparisons: list[Comparison], formats: list[str], out: Path | None) -> None:
+def deliver(report: Report, formats: list[str], out: Path | None) -> None:
     """Write each format to OUT/report.<fmt>, or to standard output; show Markdown in a terminal."""
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
         for fmt in formats:
-            (out / f"report.{fmt}").write_text(render(comparisons, fmt), encoding="utf-8")
+            (out / f"report.{fmt}").write_text(render(report, fmt), encoding="utf-8")
     if out is None and formats != ["md"]:
         for fmt in formats:
-            sys.stdout.write(render(comparisons, fmt))
+            sys.stdout.write(render(report, fmt))
         return
-    text = render(comparisons, "md")
+    text = render(report, "md")
     if sys.stdout.isatty():
         Console().print(Markdown(text))
     else:

@@ -28,9 +28,11 @@ import warnings
 from collections.abc import Callable
 from typing import NoReturn
 
-from harness.protocol import Env, Event
+from harness.protocol import Event
+from harness.run import processes
 
 _finished_fd: int | None = None  # in a worker: where to say the session finished
+_rerun_worker = False  # in a worker of a rerun host: nothing of it is needed once its session finished
 
 
 # Threads known to hold nothing a forked child needs, so a fork may leave them behind:
@@ -38,9 +40,10 @@ _finished_fd: int | None = None  # in a worker: where to say the session finishe
 _FORK_SAFE_THREADS = {("pytest_rerunfailures", "ServerStatusDB.run_server")}
 
 
-def unsafe_to_fork() -> str | None:
-    """Why this process must not become a fork host now (None: it may)."""
-    if Env.CONTROL_FD not in os.environ:
+def unsafe_to_fork(control: str | None) -> str | None:
+    """Why this process must not become a fork host now (None: it may); `control` is the
+    descriptor the runner passed in HARNESS_CONTROL_FD (None: none)."""
+    if control is None:
         return "the tier asks for fresh processes"
     try:
         threads = len(os.listdir("/proc/self/task"))
@@ -58,20 +61,17 @@ def _fork_safe(thread: threading.Thread) -> bool:
     return (getattr(target, "__module__", None), getattr(target, "__qualname__", None)) in _FORK_SAFE_THREADS
 
 
-def serve(start_worker: Callable[[], None], emit: Callable[..., None]) -> None:
+def serve(control_fd: str, start_worker: Callable[[], None], emit: Callable[..., None]) -> None:
     """Fork workers until one finishes; returns only inside a worker, which then runs the tests."""
     global _finished_fd
-    control = os.fdopen(int(os.environ[Env.CONTROL_FD]), "r", encoding="utf-8")
+    control = os.fdopen(int(control_fd), "r", encoding="utf-8")
+    host = os.getpid()
     while True:
-        for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
-            if stream is not None:
-                stream.flush()  # nothing buffered here may be written twice, by host and worker
+        _flush_streams()
         finished_read, finished_write = os.pipe()
-        with warnings.catch_warnings():
-            # Python warns on fork with any other thread alive; the only ones left are known idle.
-            warnings.simplefilter("ignore", DeprecationWarning)
-            pid = os.fork()
+        pid = _fork()
         if pid == 0:
+            processes.die_with_parent(host)  # a worker never outlives its host (nor so its runner)
             control.close()
             os.close(finished_read)
             _finished_fd = finished_write
@@ -87,6 +87,48 @@ def serve(start_worker: Callable[[], None], emit: Callable[..., None]) -> None:
             if control.readline().strip() == "resume":
                 continue
         _end_like(status)
+
+
+def serve_reruns(control_fd: str, start_worker: Callable[[], None], emit: Callable[..., None]) -> None:
+    """A rerun host (confirmation, bisection): one worker per `run` command, each running the node
+    ids its client wrote to the HARNESS_SELECT file, until the client says anything else or goes
+    away. Returns only inside a worker, which then runs the tests."""
+    control = os.fdopen(int(control_fd), "r", encoding="utf-8")
+    for line in control:
+        if line.strip() != "run":
+            break
+        _flush_streams()
+        pid = _fork()
+        if pid == 0:
+            global _rerun_worker
+            _rerun_worker = True
+            control.close()
+            start_worker()
+            return
+        _, wait_status = os.waitpid(pid, 0)
+        emit(Event.WORKER_EXIT, pid=pid, status=os.waitstatus_to_exitcode(wait_status))
+    os._exit(0)
+
+
+def end_rerun_worker(status: int) -> None:
+    """In a rerun worker whose session just finished (its events written): end now. Its terminal
+    summary and the teardown of an interpreter holding torch take seconds; its client waits for them."""
+    if _rerun_worker:
+        _flush_streams()
+        os._exit(status)
+
+
+def _fork() -> int:
+    with warnings.catch_warnings():
+        # Python warns on fork with any other thread alive; the only ones left are known idle.
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return os.fork()
+
+
+def _flush_streams() -> None:
+    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+        if stream is not None:
+            stream.flush()  # nothing buffered here may be written twice, by host and worker
 
 
 def worker_finished() -> None:

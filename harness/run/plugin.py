@@ -12,52 +12,79 @@ What it does, driven by HARNESS_* environment variables set by the runner:
 
 Standard library only: it runs inside every configuration's interpreter. Without HARNESS_EVENTS
 (plain `pytest harness/smoke`) it records nothing and only applies the JIT request.
+
+The stream, the list of finished tests and the warm host's control descriptor belong to this
+process (and the workers it forks) alone: their variables are removed from the environment as
+the plugin loads, so a child process (a child pytest with this plugin, a script a test runs)
+neither writes the stream nor reads the runner's commands; a process forked by a test, which
+shares the open stream, writes nothing to it either.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import sys
 import time
+from collections.abc import Callable
+from pathlib import Path
 from typing import IO, Any
 
 import pytest
 
-from harness.protocol import Activation, Env, Event, JitMode, Outcome, Request
-from harness.run import forkserver, jit
+from harness.protocol import PRIVATE_ENV, Activation, Env, Event, JitMode, Outcome, Request
+from harness.run import descendant, forkserver, jit, main_module
 
 MAX_TEXT = 20_000  # characters of failure text kept per test: enough to classify, bounded on disk
 JIT_COUNT_INTERVAL = 5.0  # seconds between compiled-function counts, so a crash keeps a recent one
 
 
 class Recorder:
-    """Writes one JSON object per line; each line is flushed so it survives a crash of this process."""
+    """Writes one JSON object per line; each line is flushed so it survives a crash of this process.
+
+    Only its owner writes: the test process, or the worker a warm host forked (`owner` is reset
+    there); a copy of this process forked by a test stays silent."""
 
     def __init__(self, stream: IO[str] | None) -> None:
         self.stream = stream
+        self.owner = os.getpid()
         self.outcomes: dict[str, dict[str, Any]] = {}
         self.attempts: dict[str, list[str]] = {}
         self.last_jit_count = time.monotonic()
+        self.children_ended: Callable[[], None] = lambda: None  # announces ended multiprocessing children
 
     def emit(self, event: str, **fields: Any) -> None:
-        if self.stream is not None:
+        if self.stream is not None and os.getpid() == self.owner:
             self.stream.write(json.dumps({"event": event, "time": time.time(), **fields}) + "\n")
             self.stream.flush()
 
 
+pytest_plugins = (main_module.__name__,)  # --use-main-module's collection, where the harness defines the option
 _request = Request.from_env()
+_private = {name: os.environ.pop(name, None) for name in PRIVATE_ENV}  # see the module's docstring
+if _private[Env.CONTROL_FD]:
+    os.set_inheritable(int(_private[Env.CONTROL_FD]), False)  # no program a test runs gets the runner's commands
 _recorder = Recorder(None)
 _restart = "fresh"  # "warm" when this process forks its tests' workers, else "fresh: <why>"
+_collected = False  # collection finished in this process (or in the warm host it was forked from)
 
 
 def pytest_configure(config: pytest.Config) -> None:
     global _recorder
-    path = os.environ.get(Env.EVENTS)
+    path = _private[Env.EVENTS]
     _recorder = Recorder(open(path, "a", encoding="utf-8", buffering=1) if path else None)
     contamination = jit.cinderx_origin() if _request.mode == JitMode.ABSENT else None
     _recorder.emit(Event.SESSION_START, pid=os.getpid(), jit_request=_request.__dict__, contamination=contamination)
     if _request.activation == Activation.STARTUP:
         _switch_jit()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser, args: list[str]) -> object:
+    """After the conftests: PyTorch's defines --use-main-module; elsewhere the harness does."""
+    result = yield
+    main_module.add_option(parser)
+    return result
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -66,7 +93,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 def _leave_out_finished(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Leave out tests an earlier process of this file already finished (or crashed in)."""
-    path = os.environ.get(Env.DESELECT)
+    path = _private[Env.DESELECT]
     if not path or not os.path.exists(path):
         return
     with open(path, encoding="utf-8") as handle:
@@ -78,7 +105,8 @@ def _leave_out_finished(config: pytest.Config, items: list[pytest.Item]) -> None
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
-    global _restart
+    global _restart, _collected
+    _collected = True
     _recorder.emit(Event.COLLECTED, count=len(session.items))
     why_not = _why_not_warm(session)
     _restart = f"fresh: {why_not}" if why_not else "warm"
@@ -96,29 +124,53 @@ def _why_not_warm(session: pytest.Session) -> str | None:
         return "collection only"
     if session.config.pluginmanager.hasplugin("dsession"):
         return "pytest-xdist runs the tests"
-    return forkserver.unsafe_to_fork()
+    return forkserver.unsafe_to_fork(_private[Env.CONTROL_FD])
 
 
 @pytest.hookimpl(tryfirst=True)
-def pytest_runtestloop(session: pytest.Session) -> None:
-    """In a warm host, returns only inside a forked worker, which then runs pytest's own loop."""
+def pytest_runtestloop(session: pytest.Session) -> bool | None:
+    """In a warm host, returns only inside a forked worker, which then runs pytest's own loop.
+    A rerun host that cannot fork runs nothing: its client reruns in fresh processes instead."""
+    rerun_host = _private[Env.SELECT] is not None
     if _restart == "warm":
         session.config.get_terminal_writer().flush()
-        forkserver.serve(lambda: _start_worker(session), _recorder.emit)
+        serve = forkserver.serve_reruns if rerun_host else forkserver.serve
+        serve(_private[Env.CONTROL_FD], lambda: _start_worker(session), _recorder.emit)
+    elif rerun_host:
+        return True
+    return None
 
 
 def _start_worker(session: pytest.Session) -> None:
+    _recorder.owner = os.getpid()
     _recorder.emit(Event.WORKER_START, pid=os.getpid())
     capture = session.config.pluginmanager.getplugin("capturemanager")
     if capture is not None and capture.is_globally_capturing():
         capture.read_global_capture()  # drop what a dead worker wrote into the shared capture file
     _leave_out_finished(session.config, session.items)
+    _keep_selected(session.config, session.items)
     _switch_jit()
 
 
+def _keep_selected(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """In a rerun host's worker: only the node ids its client asked for, in collection order."""
+    path = _private[Env.SELECT]
+    if not path:
+        return
+    with open(path, encoding="utf-8") as handle:
+        wanted = set(handle.read().splitlines())
+    config.hook.pytest_deselected(items=[item for item in items if item.nodeid not in wanted])
+    items[:] = [item for item in items if item.nodeid in wanted]
+
+
 def _switch_jit() -> None:
+    """Apply the JIT request; record what CinderX reports before and after (validity compares them)."""
+    before = jit.snapshot()
     error = jit.apply(_request)
-    _recorder.emit(Event.JIT_APPLIED, error=error, state=jit.snapshot().as_dict())
+    _recorder.emit(Event.JIT_APPLIED, error=error, state=jit.snapshot().as_dict(), collected=_collected,
+                   compiled_before=before.compiled)
+    if _request.mode != JitMode.ABSENT:  # the processes the tests start get the same JIT, and prove it
+        _recorder.children_ended = descendant.engage_descendants(_recorder.emit)
 
 
 def pytest_collectreport(report: pytest.CollectReport) -> None:
@@ -153,13 +205,22 @@ def pytest_runtest_logfinish(nodeid: str, location: tuple[str, int | None, str])
     earlier = _recorder.attempts.setdefault(nodeid, [])
     _recorder.emit(Event.RESULT, nodeid=nodeid, attempts=list(earlier), **result)
     earlier.append(f"{result['outcome']}: {result['message']}".rstrip(": "))
+    _recorder.children_ended()
     if _request.mode != JitMode.ABSENT and time.monotonic() - _recorder.last_jit_count > JIT_COUNT_INTERVAL:
         _recorder.last_jit_count = time.monotonic()
         _recorder.emit(Event.JIT_COUNT, compiled=jit.compiled_now())
 
 
+def pytest_internalerror(excrepr: object, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
+    """pytest itself failed (a plugin or conftest bug): say so, or the tests it never ran would vanish."""
+    _recorder.emit(Event.INTERNAL_ERROR, message=f"{excinfo.typename}: {excinfo.value}"[:500],
+                   text=str(excrepr)[-MAX_TEXT:])
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    _recorder.children_ended()
     _recorder.emit(Event.SESSION_FINISH, exitstatus=int(exitstatus), jit=jit.snapshot().as_dict())
+    forkserver.end_rerun_worker(int(exitstatus))
 
 
 @pytest.hookimpl(trylast=True)

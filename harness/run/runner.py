@@ -12,21 +12,26 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 import harness
 from harness.configure.configurations import Configuration
-from harness.configure.tiers import HARNESS_ROOT, Tier
+from harness.configure.tiers import HARNESS_ROOT, TORCH_SUITES, Tier
 from harness.errors import HarnessError
-from harness.record.fingerprint import describe_interpreter, environment_fingerprint, sources_identity
+from harness.protocol import Env
+from harness.record.fingerprint import PER_RUN_FOLDERS, describe_interpreter, environment_fingerprint, sources_identity
+from harness.record.ingest import ingest_finished
 from harness.record.model import FileRecord, RunRecord
 from harness.record.store import RunDirectory, new_run_directory
-from harness.run.filerun import LIVE, FileContext, run_file
+from harness.run import processes
+from harness.run.filerun import LIVE, POLL_SECONDS, FileContext, run_file
 from harness.run.progress import RunProgress
 from harness.run.schedule import earlier_durations, longest_first
 
@@ -44,6 +49,9 @@ class RunRequest:
     command: tuple[str, ...] = ()
     jobs: int = 1
     shard: str | None = None
+    absent: tuple[str, ...] = ()  # files the tier names that the tests directory lacks (recorded, announced)
+    entries: tuple[str, ...] = ()  # PyTorch database entries the bundled suites are narrowed to (--select NAME)
+    stages: tuple[str, ...] = ()  # the tier's stages this run selected (--stage)
 
 
 def group_targets(targets: tuple[str, ...]) -> dict[str, list[str]]:
@@ -55,39 +63,58 @@ def group_targets(targets: tuple[str, ...]) -> dict[str, list[str]]:
 
 
 def execute(request: RunRequest, announce: Callable[[str], None] | None = None) -> Path:
-    """Start a new run directory and run every target file in it.
+    """Start a new run directory and run every target file in it; add the finished run to the
+    results database.
 
     The first test processes start at once; the run record, for which the interpreter describes
     itself in a child process and the sources are hashed, is made and written beside them, before
     any file can finish. If it cannot be made, the test processes are stopped and the run
     directory is removed."""
     grouped = group_targets(request.targets)
-    for file in grouped:
-        if not (request.tests_dir / file).is_file():
-            raise HarnessError(f"--select: {file} not found under {request.tests_dir}")
-    if not os.access(request.python, os.X_OK):
-        raise HarnessError(f"interpreter {request.python} cannot be started: not an executable file")
+    _check_targets(request.tests_dir, grouped, "--select")
+    _require_interpreter(request.python)
     config = request.configuration
     started = datetime.now(timezone.utc)
     run = new_run_directory(request.results_root, config.name, request.tier.name, request.shard, started)
     run.create()
-    env = child_environment(config, request.tier, run)
+    env = child_environment(config, request.tier, run, request.entries)
     try:
         skip = _unmet_requirement(request.tier, request.python, env)
         if skip:
             record = _first_record(request, run, env, started, list(grouped))
             run.write_record(replace(record, status="complete", skipped_reason=skip, finished=_now()))
             (announce or print)(f"tier {request.tier.name} skipped: {skip}")
-            return run.root
-        context = FileContext(request.python, request.tests_dir, request.tier, config, run, env)
-        order = longest_first(list(grouped), earlier_durations(request.results_root, request.tier.name))
-        with ThreadPoolExecutor(max_workers=1) as background:
-            record = background.submit(_first_record, request, run, env, started, list(grouped))
-            _run_files(context, record, {file: grouped[file] for file in order}, request.jobs, announce)
+        else:
+            context = FileContext(request.python, request.tests_dir, request.tier, config, run, env)
+            order = longest_first(list(grouped), earlier_durations(request.results_root, request.tier.name))
+            with run.hold(), ThreadPoolExecutor(max_workers=1) as background:
+                record = background.submit(_first_record, request, run, env, started, list(grouped))
+                _run_files(context, record, {file: grouped[file] for file in order}, request.jobs, announce)
     except HarnessError:
         shutil.rmtree(run.root, ignore_errors=True)
         raise
+    ingest_finished(run.root, request.results_root, announce or print)  # the run is on disk, whatever happens here
     return run.root
+
+
+def _require_interpreter(python: str) -> None:
+    if not python or not os.access(python, os.X_OK) or not os.path.isfile(python):
+        raise HarnessError(f"interpreter {python or '(none recorded)'} cannot be started: not an executable file")
+
+
+def _check_targets(tests_dir: Path, grouped: dict[str, list[str]], where: str) -> None:
+    """Every file to run exists inside the tests directory (a selection, or a record's targets)."""
+    for file in grouped:
+        if not _inside(tests_dir, file):
+            raise HarnessError(f"{where}: {file} is outside the tests directory {tests_dir}")
+        if not (tests_dir / file).is_file():
+            raise HarnessError(f"{where}: {file} not found under {tests_dir}")
+
+
+def _inside(tests_dir: Path, file: str) -> bool:
+    """A target file is a relative path that stays inside the tests directory (after '..' is applied)."""
+    path, base = Path(file), Path(os.path.normpath(tests_dir))
+    return not path.is_absolute() and Path(os.path.normpath(base / path)).is_relative_to(base)
 
 
 def _first_record(request: RunRequest, run: RunDirectory, env: dict[str, str], started: datetime,
@@ -103,35 +130,86 @@ def _first_record(request: RunRequest, run: RunDirectory, env: dict[str, str], s
         versions={**interpreter["versions"], "harness": harness.__version__, "python": interpreter["version"]},
         fingerprint=environment_fingerprint(env, interpreter),
         tests_dir=str(request.tests_dir),
-        test_sources=sources_identity(request.tests_dir, files),
+        test_sources=sources_identity(request.tests_dir, files, _origin(request.tier, interpreter),
+                                      _support_files(request)),
         started=started.isoformat(),
         command=list(request.command),
         targets=request.targets,
         shard=request.shard,
+        stages=request.stages,
         python=request.python,
+        absent=request.absent,
+        entries=request.entries,
     )
     run.write_record(record)
     return record
 
 
+def _origin(tier: Tier, interpreter: dict[str, Any]) -> dict[str, Any] | None:
+    """Where a bundled tier's tests come from besides its files: the torch whose suites they run."""
+    if tier.source != "torch":
+        return None
+    return {"kind": "torch", "torch": interpreter["versions"].get("torch"), "git": interpreter.get("torch_git")}
+
+
+def _support_files(request: RunRequest) -> list[str]:
+    """Shared modules of the bundled suites (their entry filter, catalog), hashed with the test files."""
+    if request.tier.source != "torch":
+        return []
+    return sorted(path.relative_to(request.tests_dir).as_posix() for path in TORCH_SUITES.glob("*.py"))
+
+
+def sources_line(record: RunRecord) -> str:
+    """The run's first line: which tests these are, from where."""
+    sources = record.test_sources
+    origin = sources.get("origin")
+    if origin and origin.get("kind") == "torch":
+        return (f"tests: PyTorch's own suites inside the installed torch {origin.get('torch')} "
+                f"(git {str(origin.get('git'))[:12]}), run by harness/torch_suites; no PyTorch checkout given "
+                "(--tests-dir or HARNESS_TESTS_DIR runs a checkout's files)")
+    commit = f" (git {sources['commit'][:12]})" if sources.get("commit") else ""
+    return f"tests: {record.tests_dir}{commit}, {sources.get('files')} files, content {sources.get('hash')}"
+
+
 def resume(run_dir: Path, configuration: Configuration, tier: Tier, jobs: int,
            announce: Callable[[str], None] | None = None) -> Path:
-    """Continue an interrupted run: finished files stay, the rest run (after their last finished test)."""
+    """Continue an interrupted run: finished files stay, the rest run (after their last finished test);
+    then add the finished run to the results database of the folder it is in."""
     run = RunDirectory(run_dir)
-    record = run.read_record()
-    if record.status == "complete":
-        raise HarnessError(f"{run_dir}: the run is complete; nothing to resume")
-    grouped = group_targets(record.targets)
-    finished = {f.file for f in record.files}
-    pending = {file: targets for file, targets in grouped.items() if file not in finished}
-    context = FileContext(record.python, Path(record.tests_dir), tier, configuration, run,
-                          child_environment(configuration, tier, run))
-    record = replace(record, status="running", finished=None)
-    run.write_record(record)
-    written: Future[RunRecord] = Future()
-    written.set_result(record)
-    _run_files(context, written, pending, jobs, announce)
+    with run.hold():
+        _refuse_while_alive(run)
+        record = run.read_record()
+        if record.status == "complete":
+            raise HarnessError(f"{run_dir}: the run is complete; nothing to resume")
+        _require_interpreter(record.python)
+        grouped = group_targets(record.targets)
+        _check_targets(Path(record.tests_dir), grouped, f"{run.record_path}: targets")
+        finished = {f.file for f in record.files}
+        pending = {file: targets for file, targets in grouped.items() if file not in finished}
+        context = FileContext(record.python, Path(record.tests_dir), tier, configuration, run,
+                              child_environment(configuration, tier, run, record.entries))
+        record = replace(record, status="running", finished=None)
+        run.write_record(record)
+        written: Future[RunRecord] = Future()
+        written.set_result(record)
+        _run_files(context, written, pending, jobs, announce)
+    ingest_finished(run.root, run.root.parent, announce or print)
     return run.root
+
+
+ALIVE_WAIT_SECONDS = 5.0  # for processes of a killed runner that the kernel is still ending
+
+
+def _refuse_while_alive(run: RunDirectory) -> None:
+    """A resume beside processes of the same run (a killed runner's, or what its tests started)
+    would run the same tests twice, at once: it waits a moment for them to go, then refuses."""
+    deadline = time.monotonic() + ALIVE_WAIT_SECONDS
+    while alive := sorted(processes.marked(processes.marks(run.root))):
+        if time.monotonic() > deadline:
+            listed = " ".join(map(str, alive[:10]))
+            raise HarnessError(f"{run.root}: {len(alive)} process(es) of this run still alive (pid {listed}): "
+                               f"end them (kill {listed}) or wait for them, then resume")
+        time.sleep(POLL_SECONDS)
 
 
 def _run_files(context: FileContext, record: Future[RunRecord], pending: dict[str, list[str]], jobs: int,
@@ -158,7 +236,11 @@ def _run_files(context: FileContext, record: Future[RunRecord], pending: dict[st
         with progress, _sigterm_as_interrupt():
             for _ in range(jobs):
                 submit_next()
-            record.result()  # raises if the record cannot be made: the test processes are stopped below
+            progress.announce(sources_line(record.result()))  # raises if the record cannot be made:
+            # the test processes are stopped below
+            if record.result().absent:
+                progress.announce(f"absent: {len(record.result().absent)} files the tier names are not in "
+                                  f"{record.result().tests_dir}: {', '.join(record.result().absent)}")
             while running:
                 done, _ = wait(running, return_when=FIRST_COMPLETED)
                 for future in done:
@@ -171,6 +253,7 @@ def _run_files(context: FileContext, record: Future[RunRecord], pending: dict[st
     except KeyboardInterrupt:
         LIVE.stop()  # kills the test processes; their files stay unfinished, to resume
         pool.shutdown(wait=True, cancel_futures=True)
+        processes.kill(processes.marked(processes.marks(context.run.root)))  # and what their tests started
         write(status="interrupted", finished=_now())
         progress.announce(f"interrupted: {len(files)} files recorded in {context.run.root}; "
                           f"continue with: python -m harness run --resume {context.run.root}")
@@ -178,20 +261,31 @@ def _run_files(context: FileContext, record: Future[RunRecord], pending: dict[st
     except HarnessError:
         LIVE.stop()
         pool.shutdown(wait=True, cancel_futures=True)
+        processes.kill(processes.marked(processes.marks(context.run.root)))
         raise
     pool.shutdown()
     write(status="complete", finished=_now())
 
 
-def child_environment(config: Configuration, tier: Tier, run: RunDirectory) -> dict[str, str]:
-    """The same environment discipline in every configuration; only the configuration's own part differs."""
+def child_environment(config: Configuration, tier: Tier, run: RunDirectory,
+                      entries: tuple[str, ...] = ()) -> dict[str, str]:
+    """The same environment discipline in every configuration; only the configuration's own part
+    differs. Each run has its own caches; `entries` narrows bundled suites to those database entries."""
+    env = interpreter_environment(config, tier)
+    env.update({name: str((run.cache / folder).resolve()) for name, folder in PER_RUN_FOLDERS.items()})
+    if entries:
+        env[Env.ENTRIES] = ",".join(entries)
+    return env
+
+
+def interpreter_environment(config: Configuration, tier: Tier) -> dict[str, str]:
+    """What every process of a configuration and tier sees, outside any one run."""
     env = dict(os.environ)
     env.pop("CI", None)  # a non-empty CI switches PyTorch into CI mode (downloads, XML): off everywhere
+    env.pop(Env.ENTRIES, None)
     env.update({
         "PYTORCH_PRINT_REPRO_ON_FAILURE": "0",
         "PYTORCH_HYPOTHESIS_PROFILE": "dev",  # PyTorch picks its hypothesis profile from this, same everywhere
-        "TORCHINDUCTOR_CACHE_DIR": str((run.cache / "inductor").resolve()),
-        "TRITON_CACHE_DIR": str((run.cache / "triton").resolve()),
         **tier.env,
         **config.env,
         **config.request.to_env(),

@@ -36,6 +36,11 @@ DEFAULT_DTYPE = "float32"
 # Largest magnitude of a synthesized float: the runner draws uniform values in float32 as
 # `rand * (high - low) + low`, so |high - low| must stay finite; fp16 has a far smaller range.
 _FLOAT_LIMIT = {"float16": 3.0e4, "bfloat16": 1.0e38, "float32": 1.0e38, "float64": 1.0e38}
+# Below this magnitude a recorded range is rounding noise of the capturing machine's kernels (tiny
+# gradients of a randomly initialized model: 3.0e-08 on one CPU, 4.5e-08 on another), not structure:
+# such a range is drawn from [-NOISE_FLOOR, NOISE_FLOOR], keeping only its sign, so the manifest is the
+# same wherever it is regenerated.
+NOISE_FLOOR = 1.0e-6
 # Enum values equal to the argument's default (None): dropping them changes nothing.
 _DEFAULT_ENUMS = frozenset({("layout", "strided"), ("memory_format", "preserve_format")})
 MAX_SITES_SHOWN = 3
@@ -272,6 +277,9 @@ def _float_init(dtype: str, facts: ValueFacts) -> tuple[str | None, tuple]:
             return ("zeros" if facts.low == 0.0 else "ones"), ()
         value = max(-limit, min(limit, round_nearest(float(facts.low))))
         return "uniform", (("high", value), ("low", value))
+    if max(abs(facts.low), abs(facts.high)) < NOISE_FLOOR:
+        return "uniform", (("high", 0.0 if facts.high <= 0 else NOISE_FLOOR),
+                           ("low", 0.0 if facts.low >= 0 else -NOISE_FLOOR))
     low = max(-limit, round_outward(float(facts.low), up=False))
     high = min(limit, round_outward(float(facts.high), up=True))
     return "uniform", (("high", high), ("low", low))

@@ -3,7 +3,7 @@
 import subprocess
 import sys
 
-HEAVY = ("rich", "markdown_it", "junitparser", "yaml", "harness.compare.diff", "harness.run.runner")
+HEAVY = ("rich", "markdown_it", "junitparser", "yaml", "jinja2", "matplotlib", "harness.compare.diff", "harness.run.runner")
 
 
 def loaded_after(statement: str) -> set[str]:

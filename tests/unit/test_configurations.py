@@ -2,9 +2,12 @@
 
 import pytest
 
+from harness.configure import entries
 from harness.configure.configurations import load_catalog
-from harness.configure.tiers import get_tier, load_tiers
+from harness.configure.tiers import HARNESS_ROOT, get_tier, load_tiers
 from harness.errors import HarnessError
+
+pytestmark = pytest.mark.unit
 
 
 def write(tmp_path, text, name="user.yaml"):
@@ -35,10 +38,10 @@ def test_user_file_adds_an_existing_interpreter_without_venv(tmp_path):
     python = tmp_path / "vendor-python"
     python.write_text("")
     user = write(tmp_path, f"configurations:\n  vendor:\n    python: {python}\n    venv: false\n    jit: on\n"
-                           "    env: {PYTHONJITLISTALL: 0, FLAG: yes}\n")
+                           "    env: {PYTHONJITDEBUG: 0, FLAG: yes}\n")
     vendor = load_catalog(user).get("vendor")
     assert (vendor.venv, vendor.jit, vendor.threshold) == (False, "on", 1000)
-    assert vendor.env == {"PYTHONJITLISTALL": "0", "FLAG": "1"}
+    assert vendor.env == {"PYTHONJITDEBUG": "0", "FLAG": "1"}
     assert "stock" in load_catalog(user).configurations  # shipped entries stay
 
 
@@ -56,12 +59,23 @@ def test_user_file_adds_an_existing_interpreter_without_venv(tmp_path):
      "user.yaml:3: configuration 'mine': venv: false needs 'python' to be an interpreter's path"),
     ("configurations:\n  mine: [1, 2\n", "user.yaml:3: invalid YAML"),
     ("toolchain: x\n", "user.yaml:1: configurations file: unknown key 'toolchain'"),
+    ("configurations:\n  mine:\n    python: '3.14'\n    env:\n      OMP_NUM_THREADS: 1\n      PYTHONJITLISTALL: 0\n",
+     "user.yaml:6: configuration 'mine': env: CinderX does not know 'PYTHONJITLISTALL' and would ignore it "
+     "(its variables: cinderx_variables.txt)"),
+    ("configurations:\n  mine:\n    python: '3.14'\n    env: {CINDERX_JIT_TRESHOLD: 5}\n",
+     "user.yaml:4: configuration 'mine': env: CinderX does not know 'CINDERX_JIT_TRESHOLD'"),
 ])
 def test_bad_configuration_data_is_one_line_naming_file_line_and_key(tmp_path, text, message):
     with pytest.raises(HarnessError) as error:
         load_catalog(write(tmp_path, text))
     assert message in str(error.value)
     assert "\n" not in str(error.value)
+
+
+def test_cinderx_variables_it_knows_are_accepted_in_every_spelling(tmp_path):
+    user = write(tmp_path, "configurations:\n  mine:\n    python: '3.14'\n    env: {CINDERX_JIT_COMPILE_N_CALLS: 5, "
+                           "PYTHONJITCOMPILENCALLS: 5, PYTHONJITLISTFILE: /l, CINDERX_DISABLE: 1, CINDERXY: 1}\n")
+    assert len(load_catalog(user).get("mine").env) == 5
 
 
 def test_environment_variable_names_the_user_file(tmp_path, monkeypatch):
@@ -79,10 +93,21 @@ def test_tiers_are_data_and_discover_files_with_excludes(tmp_path):
     assert set(load_tiers(user)) >= {"p0", "p1", "p2", "p3", "gpu", "mine"}
 
 
-def test_pytorch_tiers_need_a_tests_directory(monkeypatch):
+def test_pytorch_tiers_without_bundled_suites_need_a_tests_directory(monkeypatch):
     monkeypatch.delenv("HARNESS_TESTS_DIR", raising=False)
     with pytest.raises(HarnessError, match="pass --tests-dir"):
-        get_tier("p1").tests_dir(None)
+        get_tier("p3").located(None)
+
+
+def test_p1_and_p2_run_the_suites_inside_torch_without_a_checkout(monkeypatch, tmp_path):
+    monkeypatch.delenv("HARNESS_TESTS_DIR", raising=False)
+    for name in ("p1", "p2"):
+        tier, tests_dir = get_tier(name).located(None)
+        assert tier.source == "torch" and tier.name == name and tests_dir == HARNESS_ROOT
+        assert tier.files == (f"harness/torch_suites/{name}/test_*.py",) and tier.env["OMP_NUM_THREADS"] == "1"
+    monkeypatch.setenv("HARNESS_TESTS_DIR", str(tmp_path))  # a checkout wins: its files, as PyTorch's CI runs them
+    tier, tests_dir = get_tier("p1").located(None)
+    assert tier.source == "pytorch" and "test_torch.py" in tier.files and tests_dir == tmp_path
 
 
 def test_gpu_tier_carries_seed_002_environment_and_deselection():
@@ -94,3 +119,24 @@ def test_gpu_tier_carries_seed_002_environment_and_deselection():
 def test_unknown_tier_key_is_named(tmp_path):
     with pytest.raises(HarnessError, match=r"tiers.yaml:3: tier 'x': unknown key 'file'"):
         load_tiers(write(tmp_path, "tiers:\n  x:\n    file: a.py\n    files: [a.py]\n", name="tiers.yaml"))
+
+
+def test_files_a_tier_names_that_a_checkout_lacks_are_listed_as_absent(tmp_path):
+    (tmp_path / "test_torch.py").write_text("")
+    tier = get_tier("p1")
+    assert "test_torch.py" not in tier.absent(tmp_path)
+    assert {"test_autograd.py", "test_nn.py"} <= set(tier.absent(tmp_path))
+    assert get_tier("p2").absent(tmp_path) == []  # patterns only: nothing named one by one
+
+
+def test_database_entries_select_the_files_that_cover_them():
+    covered = {"harness/torch_suites/p1/test_ops.py": ["add", "sub", "linalg.norm"],
+               "harness/torch_suites/p1/test_modules.py": ["nn.Linear"]}
+    files = list(covered)
+    assert entries.files_for(["nn.Linear"], covered, files) == ["harness/torch_suites/p1/test_modules.py"]
+    assert entries.files_for(["add", "nn.Linear"], covered, files) == files
+    with pytest.raises(HarnessError, match=r"--select sbu: no test file, node id or PyTorch test-database entry "
+                                           r"of that name in this tier \(did you mean: sub\?\)"):
+        entries.files_for(["sbu"], covered, files)
+    assert entries.is_path("test_x.py", HARNESS_ROOT) and entries.is_path("a/b.py::T::t", HARNESS_ROOT)
+    assert not entries.is_path("nn.Linear", HARNESS_ROOT) and not entries.is_path("add", HARNESS_ROOT)

@@ -3,10 +3,14 @@
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
 from harness.compare.classify import classify
 from harness.compare.diff import compare
 from harness.record.model import FileRecord, RunRecord, TestResult
 from harness.record.store import Side
+
+pytestmark = pytest.mark.unit
 
 
 def result(name, outcome, module="test_mod", message=""):
@@ -93,3 +97,36 @@ def test_classification_hints():
     assert classify("timeout", "timed out") == "timeout"
     assert classify("error", "collection error: ImportError") == "infrastructure (collection or import)"
     assert classify("crashed", "process died with SIGBUS while running x") == "crash (SIGBUS)"
+    assert classify("failed", "AssertionError: dynamo captured no graph of f: torch.compile's callable ran it "
+                              "eagerly (silent fallback)") == "torch.compile fell back to eager"
+    assert classify("failed", "RuntimeError: torch.compile with fullgraph=True found no compiled frames. "
+                              "Compilation was not attempted") == "torch.compile fell back to eager"
+    assert classify("failed", "urllib.error.URLError: <urlopen error [Errno -2] Name or service not known>") \
+        == "network (no network access)"
+    assert classify("error", "requests.exceptions.ConnectionError: HTTPSConnectionPool(host='x', port=443): "
+                             "Max retries exceeded with url: /a") == "network (no network access)"
+
+
+def test_pytorch_test_switches_must_match(tmp_path):
+    """PYTORCH_TEST_WITH_SLOW=1 on one side only runs other tests: no verdict."""
+    slow = replace(record(jit="on", compiled=3), fingerprint={"pytorch_switches": {"PYTORCH_TEST_WITH_SLOW": "1"}})
+    plain = replace(record(), fingerprint={"pytorch_switches": {}})
+    comparison = compare(side(BASE, plain), side(BASE, slow))
+    assert comparison.exit_status == 2
+    assert comparison.problems == ("PyTorch test switch PYTORCH_TEST_WITH_SLOW differs: baseline unset, candidate 1",)
+    assert compare(side(BASE, plain), side(BASE, replace(slow, fingerprint=plain.fingerprint))).valid
+
+
+def test_worker_processes_without_the_jit_make_a_jit_run_invalid():
+    escaped = {"started": 2, "reported": 3, "as_requested": 2, "compiled": 40, "killed": 0,
+               "without_jit": ["1234 -c from multiprocessing.spawn import spawn_main: JIT not enabled"],
+               "unreported": ["1240: exit status 0"]}
+    jit_run = record(jit="on", compiled=0)
+    jit_run = replace(jit_run, files=(replace(jit_run.files[0], descendants=escaped),))
+    comparison = compare(side(BASE, record()), side(BASE, jit_run))
+    assert comparison.exit_status == 2
+    assert comparison.problems == (
+        "candidate: test_mod.py: 1 of 3 worker processes ran without the JIT "
+        "(1234 -c from multiprocessing.spawn import spawn_main: JIT not enabled)",
+        "candidate: test_mod.py: 1 of 2 worker processes ended without reporting their JIT state (1240: exit status 0)")
+    assert comparison.modules[0].jit_compiled == 40  # what the workers compiled counts: not vacuous

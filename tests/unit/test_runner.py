@@ -5,9 +5,14 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from harness.record.junit import read_results
 from harness.record.model import RunRecord
 from harness.record.store import find_runs
+from tests.conftest import FIXTURES, run_fixtures
+
+pytestmark = pytest.mark.integration
 
 
 def outcomes(run, module):
@@ -162,7 +167,7 @@ def test_results_are_written_when_the_session_ends_even_if_the_process_never_exi
     [record] = run.read_record().files
     assert record.counts == {"passed": 2}
     assert "did not exit within the tier's limit (6 s) after its tests finished" in record.culprit
-    assert record.exit_status == -9 and record.duration < 30
+    assert record.exit_status == -6 and record.duration < 30  # SIGABRT: faulthandler dumped its stacks
 
 
 def test_stress_tier_reproducer_passes_without_a_jit(tmp_path):
@@ -173,3 +178,28 @@ def test_stress_tier_reproducer_passes_without_a_jit(tmp_path):
     assert done.returncode == 0, done.stderr
     [(_, record)] = find_runs(tmp_path)
     assert [(f.file, f.counts) for f in record.files] == [("harness/stress/test_fx_trace_loop.py", {"passed": 5})]
+
+
+def test_pytest_internal_error_is_recorded_with_the_tests_it_left_unrun(tmp_path):
+    """INTERNALERROR ends pytest mid-file: the test it broke in and the tests it never ran are
+    named in the record, never dropped in silence."""
+    run = run_fixtures(tmp_path, ("test_breaks_pytest.py",), tests_dir=FIXTURES / "internal_error")
+    [file] = run.read_record().files
+    assert file.exit_status == 3 and file.counts == {"passed": 1, "error": 2}
+    assert file.culprit == ("test_breaks_pytest.py::<pytest internal error>: pytest INTERNALERROR: "
+                            "KeyError: 'a reporting plugin failed'; 3 collected tests never ran")
+    results = {r.name: (r.outcome, r.message) for r in read_results(run.junit("test_breaks_pytest"))}
+    assert results["test_number[1]"] == (
+        "error", "pytest INTERNALERROR: KeyError: 'a reporting plugin failed' (while this test ran)")
+    assert results["<pytest internal error>"][0] == "error"
+
+
+def test_script_mode_without_pytorchs_conftest_collects_from_the_running_script(tmp_path):
+    """`run_tests()` passes --use-main-module, PyTorch's conftest's option: without that conftest the
+    harness gives it the same meaning, so the file's body runs once, as __main__."""
+    log = tmp_path / "bodies.log"
+    run = run_fixtures(tmp_path / "results", ("test_script_mode.py",), tests_dir=FIXTURES / "script", entry="script",
+                       env={"HARNESS_FIXTURE_LOG": str(log)})
+    [file] = run.read_record().files
+    assert file.counts == {"passed": 1}, run.log("test_script_mode").read_text()[-2000:]
+    assert log.read_text().splitlines() == ["__main__"]

@@ -16,6 +16,9 @@ import torch
 import yaml
 from torch import nn
 
+from harness.scan.capture import ValueFacts
+from harness.scan.normalize import choose_init
+
 REPOSITORY = Path(__file__).resolve().parents[2]
 THIS_FILE = Path(__file__).resolve().relative_to(REPOSITORY).as_posix()
 TINY = "tests.unit.test_scan_model:TinyNet"  # imported by the scanner's process, run from the repository root
@@ -168,3 +171,15 @@ def test_committed_manifest_regenerates_byte_for_byte(manifest, tmp_path):
     done = harness(*command[3:-1], tmp_path / manifest)
     assert done.returncode == 0, done.stderr
     assert (tmp_path / manifest).read_bytes() == committed.read_bytes()
+
+
+@pytest.mark.unit
+def test_ranges_at_float_noise_are_the_same_on_every_machine():
+    """Tiny gradients of a random model differ between CPUs (3.0e-08 here, 4.5e-08 there): below the
+    noise floor only the sign is kept, so a manifest regenerates byte for byte anywhere."""
+    def init(low, high):
+        return choose_init("float32", ValueFacts(low, high, False, None), exact_allowed=True, empty=False)
+
+    assert init(-3.0e-08, 3.0e-08) == init(-4.5e-08, 3.4e-08) == ("uniform", (("high", 1.0e-6), ("low", -1.0e-6)))
+    assert init(2.0e-09, 7.0e-08) == ("uniform", (("high", 1.0e-6), ("low", 0.0)))
+    assert init(-2.5e-3, 4.1e-3) == ("uniform", (("high", 0.0041), ("low", -0.0025)))  # above it: as before

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.integration
+
 from harness.compare.bisect import smallest_polluting_set
 from harness.compare.diff import compare
 from harness.record.store import load_side
@@ -62,9 +64,16 @@ def test_injected_faults_are_found_and_classified(runs):
     assert comparison.exit_status == 1
 
 
-def test_confirmation_keeps_real_regressions_moves_flaky_and_bisects_order_dependence(runs, tmp_path):
-    done = diff(runs["baseline"], runs["faulty"], "--confirm", "2", "--format", "json", "md", "--out", tmp_path)
+@pytest.mark.parametrize("restart", ["warm", "fresh"])
+def test_confirmation_keeps_real_regressions_moves_flaky_and_bisects_order_dependence(runs, tmp_path, restart):
+    """Reruns in forks of one collected process per configuration and file (warm) or in fresh
+    processes give the same verdicts; warm is the default wherever forking is safe."""
+    done = diff(runs["baseline"], runs["faulty"], "--confirm", "2", "--format", "json", "md", "--out", tmp_path,
+                *(["--confirm-restart", "fresh"] if restart == "fresh" else []))
     assert done.returncode == 1, done.stderr
+    [tally] = [line for line in done.stderr.splitlines() if line.startswith("confirmation: ")]
+    warm, fresh = (int(word) for word in tally.split() if word.isdigit())
+    assert (warm > 0 and fresh == 0) if restart == "warm" else (warm == 0 and fresh > 0), tally
     report = json.loads((tmp_path / "report.json").read_text())
     confirmed = {r["test"]: (r["confirmed"], r["polluters"]) for r in report["regressions"]}
     assert confirmed == {

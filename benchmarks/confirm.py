@@ -1,0 +1,102 @@
+"""Confirmation at real cost: `diff --confirm K` with reruns in fresh processes against reruns in
+forks of one collected process per configuration and file (the default), measured in one run.
+
+The test file is built the way PyTorch's generic tests are: one `@ops(op_db)` template
+instantiated for CPU over OpInfos from the database inside torch, so a fresh rerun pays what a
+real one pays (interpreter start, `import torch`, importing op_db, collection). The candidate
+configuration makes REGRESSIONS of its tests fail; `diff --confirm K` then reruns each of them K
+times alone in both configurations. Prints the seconds per regression each way, and the ratio.
+
+    python benchmarks/confirm.py [--python PATH] [--confirm K] [--rounds N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+from measure import rounds, timed
+
+ROOT = Path(__file__).resolve().parents[1]
+REGRESSIONS = 20
+OPS = 120  # OpInfos instantiated: the collection a rerun must repeat
+
+TEST_FILE = '''
+import os
+
+import torch
+from torch.testing._internal.common_device_type import instantiate_device_type_tests, ops
+from torch.testing._internal.common_methods_invocations import op_db
+from torch.testing._internal.common_utils import TestCase, run_tests
+
+FAILING = set(filter(None, os.environ.get("BENCH_FAILING", "").split(",")))
+OPS = [op for op in op_db if not op.variant_test_name and torch.float32 in op.dtypes][:{ops}]
+
+
+class TestConfirm(TestCase):
+    @ops(OPS, allowed_dtypes=(torch.float32,))
+    def test_first_sample(self, device, dtype, op):
+        sample = next(iter(op.sample_inputs(device, dtype)))
+        op(sample.input, *sample.args, **sample.kwargs)
+        self.assertNotIn(op.name, FAILING)
+
+
+instantiate_device_type_tests(TestConfirm, globals(), only_for="cpu")
+
+if __name__ == "__main__":
+    run_tests()
+'''
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    default = ROOT / ".nox" / "stock-p0" / "bin" / "python"
+    parser.add_argument("--python", default=str(default if default.exists() else sys.executable))
+    parser.add_argument("--confirm", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=1)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="harness-confirm-") as scratch:
+        folder = Path(scratch)
+        (folder / "tests").mkdir()
+        (folder / "tests" / "test_confirm.py").write_text(TEST_FILE.format(ops=OPS))
+        failing = _failing_ops(args.python)
+        (folder / "tiers.yaml").write_text("tiers:\n  bench:\n    files: ['test_*.py']\n    entry: script\n"
+                                           "    env: {OMP_NUM_THREADS: '1'}\n")
+        (folder / "configurations.yaml").write_text(
+            f"configurations:\n  faulty:\n    python: {args.python}\n    venv: false\n    jit: absent\n"
+            f"    env: {{BENCH_FAILING: '{','.join(failing)}'}}\n")
+        env = {**os.environ, "HARNESS_TIERS": str(folder / "tiers.yaml"),
+               "HARNESS_CONFIGURATIONS": str(folder / "configurations.yaml"), "PYTHONPATH": str(ROOT)}
+        runs = {}
+        for config in ("stock", "faulty"):
+            runs[config] = folder / config
+            timed([sys.executable, "-m", "harness", "run", "--config", config, "--tier", "bench", "--tests-dir",
+                   str(folder / "tests"), "--python", args.python, "--results", str(runs[config])], env, ROOT)
+        sides = [str(next(path.parent for path in runs[c].glob("*/run.json"))) for c in ("stock", "faulty")]
+        diff = [sys.executable, "-m", "harness", "diff", *sides, "--confirm", str(args.confirm), "--format", "json"]
+        times = rounds({"fresh": [*diff, "--confirm-restart", "fresh"], "warm": [*diff, "--confirm-restart", "warm"]},
+                       env, ROOT, args.rounds, ok=(1,))
+    reruns = REGRESSIONS * args.confirm * 2
+    for name in ("fresh", "warm"):
+        seconds = statistics.median(times[name])
+        print(f"{name}: {seconds:.1f} s for {REGRESSIONS} regressions x {args.confirm} reruns x 2 configurations "
+              f"({reruns} reruns) = {seconds / REGRESSIONS:.2f} s per regression, {seconds / reruns:.2f} s per rerun")
+    print(f"warm / fresh: {statistics.median(w / f for w, f in zip(times['warm'], times['fresh'])):.3f}")
+
+
+def _failing_ops(python: str) -> list[str]:
+    """The names of REGRESSIONS of the instantiated ops, spread over the file."""
+    import subprocess
+
+    code = ("import torch; from torch.testing._internal.common_methods_invocations import op_db; "
+            f"ops = [op.name for op in op_db if not op.variant_test_name and torch.float32 in op.dtypes][:{OPS}]; "
+            f"print(','.join(ops[::{OPS // REGRESSIONS}][:{REGRESSIONS}]))")
+    return subprocess.run([python, "-c", code], capture_output=True, text=True, check=True).stdout.strip().split(",")
+
+
+if __name__ == "__main__":
+    main()

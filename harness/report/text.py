@@ -1,0 +1,46 @@
+"""Words and numbers as every report form writes them (one place, so Markdown and HTML agree)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from harness.report.model import Interval, Report
+
+_CORE = ("passed", "failed", "error", "skipped", "xfailed")
+
+
+def counts(outcomes: Mapping[str, int]) -> str:
+    """`P/F/E/S/XF`, with crashed, timeout and xpassed added when there are any."""
+    if not outcomes:
+        return "absent"
+    core = "/".join(str(outcomes.get(k, 0)) for k in _CORE)
+    extra = [f"{outcomes[k]} {k}" for k in ("crashed", "timeout", "xpassed") if outcomes.get(k)]
+    return core + (f" (+{', '.join(extra)})" if extra else "")
+
+
+def summed(entries: Iterable[Mapping[str, int]]) -> dict[str, int]:
+    total: dict[str, int] = {}
+    for entry in entries:
+        for key, value in entry.items():
+            total[key] = total.get(key, 0) + value
+    return total
+
+
+def percent(rate: float | None) -> str:
+    return "—" if rate is None else f"{100 * rate:.1f}%"
+
+
+def speedup(interval: Interval) -> str:
+    return f"{interval.ratio:.2f}x [{interval.low:.2f}, {interval.high:.2f}] {interval.verdict}"
+
+
+def verdict_line(report: Report) -> str:
+    """The banner's sentence: the verdict, or why there is none."""
+    if not report.valid:
+        return f"INVALID comparison: no verdict ({len(report.problems)} problem{'s' * (len(report.problems) != 1)})"
+    totals = report.totals
+    known = f", {totals.known} known" if totals.known else ""
+    if not totals.regressions:
+        return "Valid comparison: no new regressions" + known if totals.known else "Valid comparison: no regressions"
+    confirmed = f", {totals.confirmed} confirmed" if totals.confirmed else ""
+    return f"Valid comparison: {totals.regressions} regression{'s' * (totals.regressions != 1)}{confirmed}{known}"

@@ -1,0 +1,75 @@
+"""PyTorch's own suites, as a user runs them without a PyTorch checkout: the tests that ship inside
+torch (harness/torch_suites/), through nox, on CPython 3.14 with torch 2.14.1 and CinderX.
+
+A P1 selection by database entry under stock and cinderx-jit (threshold 1000) must give a valid
+verdict with compiled functions in every module, and the harness's record of every test must
+agree with pytest's own JUnit XML of the same modules run without the harness. A P2 selection
+(distributed and RPC suites: every test starts worker processes) must prove the JIT in the
+workers too.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from harness.compare.identity import disagreements
+from harness.protocol import Env
+from harness.record.store import RunDirectory, find_runs, load_side
+from tests.e2e.test_cinderx_end_to_end import ROOT, nox, session_python
+
+pytestmark = pytest.mark.e2e
+
+# One entry of each P1 database: an op (all op checks), a module, an optimizer, a common_nn test,
+# plus the fx pass-manager file, which has no database.
+P1_ENTRIES = ("add", "nn.Linear", "SGD")
+P1_FILES = ("harness/torch_suites/p1/test_fx_pass_manager.py",)
+
+
+@pytest.fixture(scope="module")
+def p1(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    results = tmp_path_factory.mktemp("p1")
+    env = {"HARNESS_RESULTS": str(results)}
+    done = nox("-s", "stock-p1", "cinderx-jit-p1", "--", "--select", *P1_ENTRIES, *P1_FILES, "--jobs", "2", env=env)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "tests: PyTorch's own suites inside the installed torch 2.14.1" in done.stdout + done.stderr
+    done = nox("-s", "diff", env=env)
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    return results
+
+
+def test_p1_selection_gives_a_valid_verdict_with_the_jit_proven_in_every_module(p1: Path):
+    report = json.loads((p1 / "reports" / "report.json").read_text())
+    assert report["valid"] and report["problems"] == [], report["problems"]
+    assert report["summary"]["regressions"] == 0
+    modules = {row["module"]: row for row in report["modules"]}
+    assert len(modules) >= 5 and all(module.startswith("harness.torch_suites.p1.") for module in modules)
+    for row in modules.values():
+        assert row["jit_compiled"] > 0, row
+    tested = sum(sum(row["candidate"].values()) for row in modules.values())
+    assert tested > 100, modules
+    records = {record.configuration["name"]: record for _, record in find_runs(p1)}
+    origin = records["stock"].test_sources["origin"]
+    assert origin["kind"] == "torch" and origin["torch"] == "2.14.1" and origin["git"]
+    assert records["stock"].entries == P1_ENTRIES
+
+
+def test_p1_records_agree_with_pytest_alone(p1: Path, tmp_path: Path):
+    """Same test ids, same outcomes as `python -m pytest FILE --junitxml` without the harness."""
+    run = next(path for path, record in find_runs(p1) if record.configuration["name"] == "stock")
+    record = RunDirectory(run).read_record()
+    env = {**os.environ, Env.ENTRIES: ",".join(P1_ENTRIES), "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
+    env.pop("CI", None)
+    for file in record.files:
+        junit = tmp_path / f"{file.module}.xml"
+        done = subprocess.run([str(session_python("stock-p1")), "-bb", "-m", "pytest", file.file, "-q",
+                               "-p", "no:cacheprovider", f"--junitxml={junit}"], cwd=ROOT, env=env,
+                              capture_output=True, text=True)
+        assert done.returncode in (0, 1), done.stdout[-2000:] + done.stderr[-2000:]
+    ours = load_side(run).results
+    assert disagreements(ours, load_side(tmp_path).results) == []
+    assert len(ours) > 100
