@@ -31,6 +31,9 @@ class Env(StrEnum):
     PROCESS_REPORTS = "HARNESS_PROCESS_REPORTS"  # folder where each descendant process reports its JIT
     ENTRIES = "HARNESS_ENTRIES"  # comma-separated PyTorch database entries the bundled suites instantiate
     SELECT = "HARNESS_SELECT"  # a rerun host: the file naming the node ids its next worker runs (see forkserver)
+    JIT_SETTINGS = "HARNESS_JIT_SETTINGS"  # a rerun host: the file of CinderX settings (JSON: environment
+    # variable -> value) its next worker puts into its environment before it imports CinderX (culprit search)
+    LOCATE = "HARNESS_LOCATE"  # a collecting process: the file of module:qualname names whose code to locate
 
 
 class JitMode(StrEnum):

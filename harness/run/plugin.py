@@ -131,6 +131,8 @@ def _why_not_warm(session: pytest.Session) -> str | None:
         return "collection only"
     if session.config.pluginmanager.hasplugin("dsession"):
         return "pytest-xdist runs the tests"
+    if Env.JIT_SETTINGS in os.environ and jit.cinderx_loaded():
+        return f"{jit.cinderx_loaded()} was imported during collection: a fork cannot change CinderX's settings"
     return forkserver.unsafe_to_fork()
 
 
@@ -155,7 +157,8 @@ def _start_worker(session: pytest.Session) -> None:
         capture.read_global_capture()  # drop what a dead worker wrote into the shared capture file
     _leave_out_finished(session.config, session.items)
     _keep_selected(session.config, session.items)
-    _switch_jit()
+    settings = os.environ.get(Env.JIT_SETTINGS)
+    _switch_jit(jit.load_settings(settings) if settings else None)
 
 
 def _keep_selected(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -169,8 +172,8 @@ def _keep_selected(config: pytest.Config, items: list[pytest.Item]) -> None:
     items[:] = [item for item in items if item.nodeid in wanted]
 
 
-def _switch_jit() -> None:
-    error = jit.apply(_request)
+def _switch_jit(settings_error: str | None = None) -> None:
+    error = "; ".join(filter(None, [settings_error, jit.apply(_request)])) or None
     _recorder.emit(Event.JIT_APPLIED, error=error, state=jit.snapshot().as_dict())
     if _request.mode != JitMode.ABSENT:  # the processes the tests start get the same JIT, and prove it
         _recorder.children_ended = descendant.engage_descendants(_recorder.emit)
