@@ -13,6 +13,7 @@ import argparse
 import sys
 
 from harness.compare import command as compare_command
+from harness.compare.culprit import command as culprit_command
 from harness.errors import HarnessError
 from harness.exits import ExitStatus
 from harness.perf import command as perf_command
@@ -33,6 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     run_command.add_commands(commands)
     compare_command.add_commands(commands)
+    culprit_command.add_commands(commands)
     scan_command.add_commands(commands)
     perf_command.add_commands(commands)
     return parser

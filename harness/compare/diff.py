@@ -97,6 +97,7 @@ class Comparison:
     tier: str = ""
     baseline_versions: dict[str, str | None] = field(default_factory=dict)  # torch, python, cinderx, ... (run records)
     candidate_versions: dict[str, str | None] = field(default_factory=dict)
+    candidate_runs: tuple[str, ...] = ()  # the candidate's run directories (a culprit search writes there)
 
     @property
     def valid(self) -> bool:
@@ -153,6 +154,7 @@ def compare(baseline: Side, candidate: Side, allow: Allowances = Allowances()) -
         tier=candidate.record.tier if candidate.record else "",
         baseline_versions=dict(baseline.record.versions) if baseline.record else {},
         candidate_versions=dict(candidate.record.versions) if candidate.record else {},
+        candidate_runs=tuple(str(path) for path, _ in candidate.parts),
     )
 
 

@@ -34,6 +34,7 @@ def _document(report: Report, section: Section) -> dict[str, Any]:
         "notes": list(comparison.notes),
         "exit_status": comparison.exit_status,
         "versions": {"baseline": comparison.baseline_versions, "candidate": comparison.candidate_versions},
+        "candidate_runs": list(comparison.candidate_runs),
         "summary": {
             "regressions": len(comparison.regressions),
             "fixes": len(comparison.fixes),
@@ -88,8 +89,7 @@ def _known(entry: KnownEntry) -> dict[str, str]:
 
 
 def _culprit(culprit: Culprit) -> dict[str, Any]:
-    return {"functions": list(culprit.functions), "passes": list(culprit.passes), "reproducer": culprit.reproducer,
-            "probes": culprit.probes, "seconds": culprit.seconds, "note": culprit.note}
+    return culprit.to_json()
 
 
 def _interval(interval: Interval | None) -> dict[str, Any] | None:
