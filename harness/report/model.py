@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from harness.compare.diff import Comparison, ModuleRow
 from harness.compare.sweep import Sweep, sweeps
 from harness.protocol import Outcome
+from harness.record.culprits import Culprit  # a regression's culprit, as the search recorded it
 
 if TYPE_CHECKING:  # the perf modules import pyperf, which the diff's interpreter need not have
     from harness.perf.compare import PerfComparison, SpeedUp
@@ -42,18 +43,6 @@ class KnownEntry:
 
     def matches(self, test: str, configuration: str) -> bool:
         return self.test == test and self.configuration in ("", configuration)
-
-
-@dataclass(frozen=True)
-class Culprit:
-    """The JIT-compiled function(s) to blame for one regression, and how to reproduce it."""
-
-    functions: tuple[str, ...]  # `module:qualname (file:line)`, smallest failing set
-    passes: tuple[str, ...] = ()  # JIT optimization passes whose removal makes the failure go away
-    reproducer: str = ""  # a command that fails with only the culprit compiled
-    probes: int = 0
-    seconds: float = 0.0
-    note: str = ""  # why the search stopped short (a flaky probe, not bisectable)
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,8 @@ from harness.compare.diff import compare
 from harness.record.model import FileRecord, RunRecord, TestResult
 from harness.record.store import Side
 from harness.report import html, json_report, markdown
-from harness.report.model import Culprit, History, KnownEntry, Since, Status, Trend, TrendPoint, build
+from harness.record.culprits import Culprit, CulpritFunction, CulpritStatus
+from harness.report.model import History, KnownEntry, Since, Status, Trend, TrendPoint, build
 
 pytestmark = pytest.mark.unit
 
@@ -77,7 +78,10 @@ def test_known_entries_mark_regressions_and_the_ones_that_no_longer_fail_are_lis
 
 
 def parts(label: str):
-    culprit = Culprit(("torch.nn.modules.linear:Linear.forward (linear.py:125)",), reproducer="repro", probes=7)
+    culprit = Culprit(CulpritStatus.FOUND, (CulpritFunction("torch.nn.modules.linear:Linear.forward", "linear.py", 125,
+                                                            inlined=("torch.nn.functional:linear",)),),
+                      passes=("Simplify",), reproducer="repro", jit_list="run/culprits/x.jitlist", candidates=40,
+                      probes=7, reruns=14, seconds=3.0)
     history = History(trends=(Trend(label, (TrendPoint("r1", "11-20", 0, 1), TrendPoint("r2", "11-21", 3, 0))),),
                       new_since=(Since(label, "test_a::test_2", "r2"),), recovered=(Since(label, "test_b::test_1", "r2"),))
     return {"known": [KnownEntry("test_b::test_3", "a known TypeError", link="https://example.org/9"),
@@ -97,7 +101,11 @@ def test_json_keeps_the_contract_and_adds_optional_parts_only_when_given():
     assert not {"known_fixed", "trend", "perf"} & set(plain)
     full = json_report.to_json(build([comparison], **parts(comparison.candidate)))
     by_test = {r["test"]: r for r in full["regressions"]}
-    assert by_test["test_a::test_2"]["culprit"]["functions"] == ["torch.nn.modules.linear:Linear.forward (linear.py:125)"]
+    culprit = by_test["test_a::test_2"]["culprit"]
+    assert culprit["status"] == "found" and culprit["passes"] == ["Simplify"] and culprit["probes"] == 7
+    assert culprit["functions"] == [{"name": "torch.nn.modules.linear:Linear.forward", "file": "linear.py", "line": 125,
+                                     "inlined": ["torch.nn.functional:linear"]}]
+    assert (culprit["reproducer"], culprit["jit_list"], culprit["seconds"]) == ("repro", "run/culprits/x.jitlist", 3.0)
     assert by_test["test_a::test_2"]["new_since"] == "r2"
     assert by_test["test_b::test_3"]["known"]["reason"] == "a known TypeError"
     assert full["summary"]["known"] == 1 and [k["test"] for k in full["known_fixed"]] == ["test_x::test_0"]
@@ -121,7 +129,11 @@ def test_markdown_is_short_top_regressions_then_a_pointer_to_the_page():
     assert text.count("\n- `test_m::") == markdown.TOP_REGRESSIONS
     assert text.rstrip().endswith(markdown.HTML_POINTER)
     annotated = markdown.render(build([candidate()], **parts(candidate().candidate)))
-    assert "  - culprit: `torch.nn.modules.linear:Linear.forward (linear.py:125)`" in annotated
+    assert ("  - culprit: `torch.nn.modules.linear:Linear.forward (linear.py:125)` (found: 40 candidates, 7 probes "
+            "(14 reruns), 3 s)") in annotated
+    assert "  - inlined into it: torch.nn.modules.linear:Linear.forward ← torch.nn.functional:linear" in annotated
+    assert "  - HIR passes that matter: Simplify" in annotated
+    assert "  - reproducer (JIT list `run/culprits/x.jitlist`): `repro`" in annotated
     assert "· new since r2" in annotated and "  - known: a known TypeError (https://example.org/9)" in annotated
 
 
