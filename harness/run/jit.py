@@ -20,6 +20,7 @@ from typing import Any
 from harness.protocol import JitMode, Request
 
 CINDERX_MODULES = ("cinderx", "_cinderx", "cinderjit")
+LOG_FILE = "CINDERX_JIT_LOG_FILE"  # CinderX's log file, which it empties when it starts (culprit search)
 
 
 @dataclass(frozen=True)
@@ -71,6 +72,14 @@ def load_settings(path: str) -> str | None:
         return f"CinderX settings not applied: {loaded} was imported before this worker started"
     os.environ.update({str(name): str(value) for name, value in settings.items()})
     return None
+
+
+def own_log() -> None:
+    """In a process a test started: CinderX's log goes beside its parent's (`LOG.<pid>`), which
+    CinderX would otherwise empty when it starts here."""
+    log = os.environ.get(LOG_FILE)
+    if log:
+        os.environ[LOG_FILE] = f"{log}.{os.getpid()}"
 
 
 def _jit_module() -> Any:

@@ -18,9 +18,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.run.jit import LOG_FILE  # processes a test starts log beside it (LOG.<pid>), see own_log
+
 JIT_LIST_FILE = "CINDERX_JIT_LIST_FILE"
 DEBUG = "CINDERX_JIT_DEBUG"
-LOG_FILE = "CINDERX_JIT_LOG_FILE"
 DUMP_HIR_PASSES = "CINDERX_JIT_DUMP_HIR_PASSES"
 COMPILE_THREAD = "bg_cx_compile"  # the name CinderX gives its background compile thread
 
@@ -87,14 +88,22 @@ class Log:
         return tuple(name for name in self.compiled if name not in allowed)
 
 
+def logs(path: Path) -> list[Path]:
+    """The log of a rerun's test process, and those of the processes it started (`path.<pid>`)."""
+    return [path, *sorted(path.parent.glob(f"{path.name}.*"))] if path.is_file() else []
+
+
 def read_log(path: Path) -> Log:
-    if not path.is_file():
+    """What CinderX logged in a rerun's test process and in the processes it started."""
+    files = logs(path)
+    if not files:
         return Log(False, (), (), (), {})
     compiled: dict[str, None] = {}
     finished: set[str] = set()
     inlined: dict[tuple[str, str], None] = {}
     passes: dict[str, set[str]] = {}
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+    lines = (line for file in files for line in file.read_text(encoding="utf-8", errors="replace").splitlines())
+    for line in lines:
         if match := _COMPILING.search(line):
             compiled.setdefault(match[1])
         elif match := _FINISHED.search(line):

@@ -194,7 +194,8 @@ class Prober:
         with self._lock:
             self.reruns += 1
         found = cinderx.read_log(log)
-        log.unlink(missing_ok=True)
+        for path in cinderx.logs(log):
+            path.unlink()
         check(outcome, found, jit_list)
         return Rerun(outcome, found)
 
