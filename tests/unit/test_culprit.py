@@ -134,6 +134,28 @@ def test_cinderx_log_names_compiles_inlining_passes_and_what_was_still_compiling
     assert cinderx.read_log(path).compiled[-1] == "worker:step"
 
 
+INLINER_LOG = """\
+JIT: cinderx/Jit/hir/inliner.cpp:1012 -- Pruning cold call to dataclasses:fields from torch.fx.proxy:TracerBase.create_arg: callee called 1 times vs caller's 1782
+JIT: cinderx/Jit/hir/inliner.cpp:573 -- Tried to inline annotationlib:get_annotations into inspect:_signature_from_callable, but failed with Cannot compile
+JIT: cinderx/Jit/hir/inliner.cpp:963 -- Refusing to inline functions into torch.utils._pytree:tree_iter: function is a generator
+JIT: cinderx/Jit/hir/inliner.cpp:586 -- Inlining function torch.fx.node:_get_qualified_name into torch.fx.graph:CodeGen._gen_python_code.<locals>._get_repr
+JIT: cinderx/Jit/hir/inliner.cpp:758 -- Can't inline non-function v800:Object into torch.fx.graph:CodeGen._gen_python_code.<locals>._get_repr
+"""
+
+
+def test_the_inliner_log_alone_names_the_function_it_was_working_on_last(tmp_path: Path):
+    path = tmp_path / "jit.log"
+    path.write_text(INLINER_LOG, encoding="utf-8")
+    log = cinderx.read_log(path)
+    repr_ = "torch.fx.graph:CodeGen._gen_python_code.<locals>._get_repr"
+    assert log.compiled == () and log.compiling == (repr_,)
+    assert log.inlining == ("torch.fx.proxy:TracerBase.create_arg", "inspect:_signature_from_callable",
+                            "torch.utils._pytree:tree_iter", repr_)
+    assert log.inlined_into(repr_) == ("torch.fx.node:_get_qualified_name",)
+    assert log.outside([repr_]) == log.inlining[:3]  # what the inliner worked on, the list did not name
+    assert cinderx.settings(path, inliner_only=True) == {"CINDERX_JIT_DEBUG_INLINER": "1", "CINDERX_JIT_LOG_FILE": str(path)}
+
+
 def test_probe_settings_are_cinderx_options_it_lists(tmp_path: Path):
     settings = cinderx.settings(tmp_path / "x.log", tmp_path / "x.jitlist", "DeadCodeElimination")
     assert settings == {"CINDERX_JIT_DEBUG": "1", "CINDERX_JIT_LOG_FILE": str(tmp_path / "x.log"),

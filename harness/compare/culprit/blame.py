@@ -5,8 +5,9 @@
    leaves the compiles it never finished in the log: what CinderX was compiling when it died,
    tried on its own first. A recorded crash in CinderX's background compile thread (faulthandler
    names it) that does not happen every time is rerun until it happens again (at most
-   `Budget.attempts` times): the function(s) being compiled then are the culprit, whose
-   reproducer is checked as far as the crash reproduces.
+   `Budget.attempts` times), from then on with only the inliner's log (the full one makes such a
+   crash rarer): the function(s) being compiled then are the culprit, whose reproducer is checked
+   as far as the crash reproduces.
 2. Sanity: with every candidate on the JIT list it must fail K times of K, with an empty list pass
    K of K; otherwise no JIT list explains it, and the culprit says why.
 3. Search (search.py): the smallest list that still fails, each probe K reruns; a flaky probe stops it.
@@ -44,8 +45,10 @@ def blame(target: Target, budget: Budget, announce: Announce) -> Culprit:
             culprit = _blame(target, prober, announce)
         except ProbeError as error:
             culprit = Culprit(CulpritStatus.NOT_REPRODUCED, note=str(error))
-        return replace(culprit, probes=prober.probes, reruns=prober.reruns,
-                       seconds=round(time.monotonic() - began, 1), polluters=target.polluters)
+        seconds = round(time.monotonic() - began, 1)
+        announce(f"  {culprit.status}: {prober.probes} probes, {prober.reruns} reruns ({prober.forks} in forks of a "
+                 f"collected process), {seconds} s")
+        return replace(culprit, probes=prober.probes, reruns=prober.reruns, seconds=seconds, polluters=target.polluters)
 
 
 def _blame(target: Target, prober: Prober, announce: Announce) -> Culprit:
@@ -56,8 +59,9 @@ def _blame(target: Target, prober: Prober, announce: Announce) -> Culprit:
     if full.verdict is not Verdict.FAILS and cinderx.died_compiling(target.text):
         died = list(full.reruns)
         if not compiling:
-            announce(f"  it died in CinderX's compile thread: rerunning until it does again "
-                     f"(at most {prober.budget.attempts} times)")
+            announce(f"  it died in CinderX's compile thread: rerunning with only the inliner's log until it "
+                     f"does again (at most {prober.budget.attempts} times)")
+            prober.inliner_only = True  # the full debug log makes such a crash rarer (cinderx.py)
             died += prober.catch_crash(prober.budget.attempts)
         if _compiling(died):
             return _died_compiling(target, prober, died, len(candidates), announce)
@@ -86,7 +90,7 @@ def _blame(target: Target, prober: Prober, announce: Announce) -> Culprit:
 
 def _compiling(reruns: Sequence[Rerun]) -> JitList:
     """What CinderX was still compiling when a rerun's process died."""
-    return tuple(sorted({name for rerun in reruns if rerun.outcome == Outcome.CRASHED for name in rerun.log.unfinished}))
+    return tuple(sorted({name for rerun in reruns if rerun.outcome == Outcome.CRASHED for name in rerun.log.compiling}))
 
 
 def _died_compiling(target: Target, prober: Prober, reruns: Sequence[Rerun], candidates: int,
@@ -96,6 +100,7 @@ def _died_compiling(target: Target, prober: Prober, reruns: Sequence[Rerun], can
     and their reproducer, checked as far as the crash reproduces."""
     compiling = _compiling(reruns)
     announce(f"  it died again while CinderX compiled {', '.join(compiling)}")
+    prober.inliner_only = True  # from here on: the full debug log makes such a crash rarer (cinderx.py)
     alone = prober.probe(compiling)
     functions = _functions(target, compiling, [*reruns, *alone.reruns], prober.budget.timeout)
     command, path, problem = _reproducer(target, compiling, prober)

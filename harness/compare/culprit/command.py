@@ -54,7 +54,7 @@ def add_search_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--probes", type=positive, default=DEFAULT_PROBES, metavar="K",
                         help=f"reruns per JIT list (default {DEFAULT_PROBES}); a list whose reruns disagree is "
                              "reported as a flaky probe and the search stops there")
-    parser.add_argument("--jobs", type=positive, default=1, metavar="N", help="reruns at the same time (default 1)")
+    parser.add_argument("--jobs", type=positive, default=1, metavar="N", help="culprit search: reruns at the same time (default 1)")
     parser.add_argument("--attempts", type=positive, default=DEFAULT_ATTEMPTS, metavar="N",
                         help="reruns to catch a crash in CinderX's compile thread again when it does not happen every "
                              f"time (default {DEFAULT_ATTEMPTS})")

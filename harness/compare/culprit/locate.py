@@ -21,6 +21,7 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
+from types import CodeType
 from typing import Any
 
 from harness.protocol import Env
@@ -58,6 +59,8 @@ def pytest_collection_finish(session: Any) -> None:
 
 
 def place_of(name: str) -> Place:
+    """Attributes from the module down the qualname; past `<locals>`, the code objects nested in
+    the enclosing function's code (a function defined inside another has no attribute path)."""
     module_name, _, qualname = name.partition(":")
     module = sys.modules.get(module_name)
     if module is None:
@@ -65,12 +68,23 @@ def place_of(name: str) -> Place:
             module = importlib.import_module(module_name)
         except Exception:  # any failure to import means: not found
             return ("", None)
+    file = getattr(module, "__file__", None) or ""
     thing: Any = module
+    code: CodeType | None = None
     for part in qualname.split("."):
-        thing = getattr(thing, part, None)
-        if thing is None:
-            return (getattr(module, "__file__", None) or "", None)
-    code = getattr(getattr(thing, "__func__", thing), "__code__", None)
-    if code is None:
-        return (getattr(module, "__file__", None) or "", None)
-    return (code.co_filename, code.co_firstlineno)
+        if part == "<locals>":
+            code, thing = code or _code(thing), None
+        elif thing is None:
+            code = next((c for c in (code.co_consts if code else ()) if isinstance(c, CodeType) and c.co_name == part),
+                        None)
+        else:
+            thing, code = getattr(thing, part, None), None
+        if thing is None and code is None:
+            return (file, None)
+    code = code if thing is None else _code(thing)
+    return (code.co_filename, code.co_firstlineno) if code else (file, None)
+
+
+def _code(thing: Any) -> CodeType | None:
+    """The code of a function, method, static or class method."""
+    return getattr(getattr(thing, "__func__", thing), "__code__", None)

@@ -103,7 +103,8 @@ class Prober:
         self.folder = Path(tempfile.mkdtemp(prefix="harness-culprit-"))
         self.probes = 0
         self.reruns = 0
-        self._known: dict[tuple[JitList | None, str | None], Probe] = {}
+        self.inliner_only = False  # reruns log only CinderX's inliner (a compile-thread crash the debug log hides)
+        self._known: dict[tuple[JitList | None, str | None, bool], Probe] = {}
         self._numbers = itertools.count()
         self._lock = threading.Lock()
         self._idle: queue.Queue[Rerunner] = queue.Queue()
@@ -115,21 +116,28 @@ class Prober:
     def __enter__(self) -> Prober:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self._pool.shutdown(wait=True, cancel_futures=True)
+    def __exit__(self, kind: type[BaseException] | None, *exc: object) -> None:
+        # Interrupted: stop the hosts at once, so reruns in flight end instead of being waited for.
+        self._pool.shutdown(wait=kind is None, cancel_futures=True)
         for rerunner in self._rerunners:
             rerunner.close()
         shutil.rmtree(self.folder, ignore_errors=True)
+
+    @property
+    def forks(self) -> int:
+        """Reruns that ran in a fork of a collected process (the others: fresh processes)."""
+        return sum(rerunner.warm_reruns for rerunner in self._rerunners)
 
     def probe(self, jit_list: JitList | None, without_pass: str | None = None) -> Probe:
         return self.probe_all([(jit_list, without_pass)])[0]
 
     def probe_all(self, wanted: Sequence[tuple[JitList | None, str | None]]) -> list[Probe]:
         """Probe each (JIT list, pass switched off), all at the same time as far as --jobs allows."""
-        pending = {key: self._submit(*key) for key in dict.fromkeys(wanted) if key not in self._known}
+        keys = [(jit_list, without_pass, self.inliner_only) for jit_list, without_pass in wanted]
+        pending = {key: self._submit(*key[:2]) for key in dict.fromkeys(keys) if key not in self._known}
         for key, reruns in pending.items():
             self._known[key] = Probe(key[0], key[1], tuple(future.result() for future in reruns))
-        return [self._known[key] for key in wanted]
+        return [self._known[key] for key in keys]
 
     def catch_crash(self, attempts: int) -> list[Rerun]:
         """Rerun under the JIT as recorded (no list), --jobs at a time, until a rerun dies with a
@@ -140,7 +148,7 @@ class Prober:
             batch = [self._pool.submit(self._rerun, None, None, None, self.folder / f"{next(self._numbers)}.log")
                      for _ in range(min(self.budget.jobs, attempts - len(made)))]
             made += [future.result() for future in batch]
-            if any(rerun.outcome == Outcome.CRASHED and rerun.log.unfinished for rerun in made):
+            if any(rerun.outcome == Outcome.CRASHED and rerun.log.compiling for rerun in made):
                 break
         return made
 
@@ -181,13 +189,14 @@ class Prober:
         rerunner = self._idle.get()
         try:
             outcome = rerunner.outcome(self.target.prefix, self.target.nodeids, self.target.nodeid,
-                                       cinderx.settings(log, list_file, without_pass))
+                                       cinderx.settings(log, list_file, without_pass, self.inliner_only))
         finally:
             self._idle.put(rerunner)
         return self._read(outcome, log, jit_list)
 
     def _fresh(self, command: str, jit_list: JitList, log: Path) -> Rerun:
-        outcome = replay.outcome_of(command, self.target.nodeid, self.budget.timeout, cinderx.settings(log))
+        outcome = replay.outcome_of(command, self.target.nodeid, self.budget.timeout,
+                                    cinderx.settings(log, inliner_only=self.inliner_only))
         return self._read(outcome, log, jit_list)
 
     def _read(self, outcome: str, log: Path, jit_list: JitList | None) -> Rerun:
