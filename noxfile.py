@@ -14,6 +14,8 @@ from __future__ import annotations
 import os
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import nox
@@ -40,19 +42,30 @@ except HarnessError as error:  # bad configuration data: one line naming file, l
 TEST_TORCH = "torch==2.13.0"  # the harness's own unit tests need torch only for fixtures; any 2.x works
 
 
+@contextmanager
+def one_line_errors(session: nox.Session) -> Iterator[None]:
+    """Bad data or an unusable interpreter fails the session with its one line, as on the command line."""
+    try:
+        yield
+    except HarnessError as error:
+        session.error(f"harness: error: {error}")
+
+
 @nox.session(python=False)
 def provision(session: nox.Session) -> None:
     """Find or provision every interpreter the configurations name (CPython 3.14 from Debian sid)."""
-    for configuration in CATALOG.configurations.values():
-        session.log(f"{configuration.name}: {environments.ensure_interpreter(configuration)}")
+    with one_line_errors(session):
+        for configuration in CATALOG.configurations.values():
+            session.log(f"{configuration.name}: {environments.ensure_interpreter(configuration)}")
 
 
 def prepare_environment(session: nox.Session, configuration: Configuration, *extra: str) -> None:
     """A configuration's nox environment: the shared torch layer, the harness, its own packages."""
     began = time.monotonic()
-    layer = environments.ensure_layer(environments.ensure_interpreter(configuration),
-                                      (CATALOG.torch, *CATALOG.shared_packages))
-    environments.attach_layer(Path(session.virtualenv.location), layer)
+    with one_line_errors(session):
+        layer = environments.ensure_layer(environments.ensure_interpreter(configuration),
+                                          (CATALOG.torch, *CATALOG.shared_packages))
+        environments.attach_layer(Path(session.virtualenv.location), layer)
     session.install("--disable-pip-version-check", "-e", str(ROOT), *configuration.packages, *extra)
     built = f"layer built in {layer.built_seconds} s" if layer.built_seconds is not None else "layer reused"
     session.log(f"environment ready in {time.monotonic() - began:.1f} s ({built}: {layer.root})")

@@ -4,14 +4,23 @@ A stage's command module imports only what its arguments need; its handlers impo
 they run, so each command starts without the others' modules (`run` without rich's Markdown, say).
 
 Exit statuses follow PRODUCT.md: 0 no regression, 1 regressions, 2 the comparison is not valid,
-3 bad usage or unreadable input (always a one-line message naming the file, line or option).
+3 bad usage or unreadable input (always a one-line message naming the file, line or option), 4 an
+internal error. No traceback reaches the user: an exception the harness did not expect is written,
+with its traceback, to a log file, and the one line printed points at it (exit 4, never a verdict).
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
+import os
 import sys
+import tempfile
+import traceback
+from datetime import datetime
+from pathlib import Path
 
+import harness
 from harness.compare import command as compare_command
 from harness.compare.culprit import command as culprit_command
 from harness.errors import HarnessError
@@ -22,9 +31,8 @@ from harness.scan import command as scan_command
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # bad usage is exit status 3, as for every other bad input
-        self.print_usage(sys.stderr)
-        print(f"harness: error: {message}", file=sys.stderr)
+    def error(self, message: str) -> None:  # bad usage is exit status 3 and one line, as every other bad input
+        print(f"harness: error: {self.prog}: {message} (see {self.prog} --help)", file=sys.stderr)
         raise SystemExit(ExitStatus.USAGE)
 
 
@@ -40,12 +48,57 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# Errors of the machine or of a path given, not of the harness: a full disk, a read-only or forbidden
+# place, a file where a folder belongs (or the reverse).
+_ENVIRONMENT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EISDIR,
+                                  errno.ENOTDIR, errno.EEXIST})
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.handler(args)
     except HarnessError as error:
-        print(f"harness: error: {error}", file=sys.stderr)
-        return ExitStatus.USAGE
+        return _fail(str(error))
     except KeyboardInterrupt:
         return ExitStatus.INTERRUPTED
+    except BrokenPipeError:  # `harness diff ... | head`: the reader left; what it read stands
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - so the interpreter's final flush cannot fail
+        return _fail("standard output was closed before everything was written")
+    except OSError as error:
+        if error.errno in _ENVIRONMENT_ERRNOS and error.filename:
+            return _fail(f"{error.filename}: {error.strerror}")
+        return _internal_error(error)
+    except Exception as error:  # noqa: BLE001 - the last resort: exit 4 with the traceback in a log
+        return _internal_error(error)
+
+
+def _fail(message: str) -> int:
+    print(f"harness: error: {' '.join(message.split())}", file=sys.stderr)
+    return ExitStatus.USAGE
+
+
+def _internal_error(error: BaseException) -> int:
+    """One line pointing at a log that holds the command and the traceback; exit 4."""
+    text = (f"command: {' '.join(sys.argv)}\nharness {harness.__version__}, Python {sys.version.split()[0]}\n\n"
+            + "".join(traceback.format_exception(error)))
+    where = _write_log(text)
+    summary = " ".join(f"{type(error).__name__}: {error}".split())[:300]
+    pointer = f"the traceback is in {where}" if where else f"traceback follows\n{text}"
+    print(f"harness: internal error (a bug in the harness, not in your input): {summary}; {pointer}", file=sys.stderr)
+    return ExitStatus.INTERNAL
+
+
+def _write_log(text: str) -> Path | None:
+    """The log of an internal error: in the harness cache, else the temporary folder."""
+    from harness.configure.provision import cache_root
+
+    name = f"internal-error-{datetime.now():%Y%m%dT%H%M%S}-{os.getpid()}.log"
+    for folder in (cache_root() / "errors", Path(tempfile.gettempdir())):
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / name).write_text(text, encoding="utf-8")
+            return folder / name
+        except OSError:
+            continue
+    return None

@@ -261,7 +261,12 @@ def load_manifest(path: Path, limits: Limits, display_root: Path | None = None) 
         mark = exc.problem_mark or exc.context_mark
         where = Location(display, mark.line + 1, mark.column + 1) if mark else Location(display, 1, 1)
         return _file_error(path, where, f"invalid YAML: {exc.problem or exc.context}")
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+    except UnicodeDecodeError as exc:  # the line and column of the first byte that is not UTF-8
+        return _file_error(path, _where(display, exc.object, exc.start), f"not UTF-8 text (byte 0x{exc.object[exc.start]:02x})")
+    except yaml.reader.ReaderError as exc:  # a character YAML forbids: a control character
+        return _file_error(path, _where(display, text, exc.position),
+                           f"invalid YAML: character {ord(text[exc.position]):#04x} is not allowed ({exc.reason})")
+    except (OSError, yaml.YAMLError) as exc:
         return _file_error(path, Location(display, 1, 1), f"cannot read manifest: {exc}")
     return _ManifestReader(path, display, limits).read(root)
 
@@ -270,6 +275,12 @@ class _FileError(Exception):
     def __init__(self, line: int, column: int, message: str) -> None:
         super().__init__(message)
         self.line, self.column, self.message = line, column, message
+
+
+def _where(display: str, text: str | bytes, index: int) -> Location:
+    newline = "\n" if isinstance(text, str) else b"\n"
+    line_start = text.rfind(newline, 0, index) + 1  # type: ignore[arg-type]
+    return Location(display, text.count(newline, 0, index) + 1, index - line_start + 1)  # type: ignore[arg-type]
 
 
 def _file_error(path: Path, where: Location, message: str) -> Manifest:

@@ -20,11 +20,11 @@ FIXTURES = Path(__file__).parent / "fixtures"
 def run_fixtures(results: Path, targets: tuple[str, ...], *, timeout: int = 60, test_timeout: int = 60,
                  jit: str = "absent", env: dict[str, str] | None = None, jobs: int = 1,
                  tests_dir: Path = FIXTURES / "outcomes", entry: str = "pytest",
-                 requires: str | None = None, restart: str = "warm") -> RunDirectory:
+                 requires: str | None = None, restart: str = "warm", exit_grace: int = 30) -> RunDirectory:
     """Run fixture files through the real runner with this interpreter, as `stock` would."""
     configuration = Configuration(name="fixture", python=sys.executable, jit=jit, env=env or {})
     tier = Tier(name="fixture", source="pytorch", files=("*.py",), timeout=timeout, test_timeout=test_timeout,
-                entry=entry, requires=requires, restart=restart)
+                entry=entry, requires=requires, restart=restart, exit_grace=exit_grace)
     request = RunRequest(configuration=configuration, tier=tier, tests_dir=tests_dir, targets=targets,
                          results_root=results, python=sys.executable, jobs=jobs)
     return RunDirectory(execute(request, announce=lambda line: None))

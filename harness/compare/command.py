@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from harness.compare.culprit.command import add_search_options, positive
 from harness.compare.replay import RERUN_TIMEOUT
+from harness.arguments import path_argument
 from harness.errors import HarnessError
 from harness.exits import ExitStatus
 from harness.report import FORMATS, unavailable
@@ -30,18 +31,18 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                                            "one run make one side. The first side is the baseline; several "
                                            "candidates of one configuration at different thresholds also get a "
                                            "threshold-sweep table.")
-    diff.add_argument("baseline", type=Path, help="run directory or folder of JUnit XML")
-    diff.add_argument("candidates", type=Path, nargs="+", metavar="candidate",
+    diff.add_argument("baseline", type=path_argument, help="run directory or folder of JUnit XML")
+    diff.add_argument("candidates", type=path_argument, nargs="+", metavar="candidate",
                       help="run directory or folder of JUnit XML (several: shards of one run, or one per threshold)")
     diff.set_defaults(handler=_diff)
     latest = commands.add_parser("diff-latest", help="compare the latest baseline run of each tier with the "
                                                      "latest run of every other configuration (and threshold)")
-    latest.add_argument("--results", type=Path, help="results root (default: $HARNESS_RESULTS or ./results)")
+    latest.add_argument("--results", type=path_argument, help="results root (default: $HARNESS_RESULTS or ./results)")
     latest.set_defaults(handler=_diff_latest)
     for sub in (diff, latest):
         sub.add_argument("--format", nargs="+", action="extend", choices=FORMATS, dest="formats",
                          help="report formats (default: md)")
-        sub.add_argument("--out", type=Path, help="write report.<format> files into this directory")
+        sub.add_argument("--out", type=path_argument, help="write report.<format> files into this directory")
         sub.add_argument("--confirm", type=positive, metavar="K",
                          help="rerun each regression K times alone, in fresh processes, in both configurations "
                               "(and bisect earlier tests when it passes alone); what does not reproduce is flaky")
@@ -52,13 +53,17 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                               "where that is safe; fresh: each rerun in a new process")
         sub.add_argument("--allow-interpreter-mismatch", action="store_true",
                          help="compare runs of different interpreter versions (the report says so)")
-        sub.add_argument("--merged-junit", type=Path, metavar="PATH",
+        sub.add_argument("--merged-junit", type=path_argument, metavar="PATH",
                          help="also write one JUnit XML of every side, the configuration as a property")
         sub.add_argument("--culprit", action="store_true",
                          help="bisect the JIT list of each confirmed regression, crash and timeout of a JIT "
                               "configuration to the functions to blame (confirms with --probes K unless --confirm "
                               "is given; see `harness culprit`)")
         add_search_options(sub)
+        sub.add_argument("--known-regressions", type=Path, metavar="FILE",
+                         help="known regressions that add to (per configuration: replace) the shipped "
+                              "harness/configure/data/known_regressions.yaml (default: $HARNESS_KNOWN_REGRESSIONS); "
+                              "they are reported apart and do not count in the exit status")
 
 
 def _check_formats(args: argparse.Namespace) -> None:
@@ -71,12 +76,22 @@ def _diff(args: argparse.Namespace) -> int:
     from harness.record.store import group_shards, load_runs, load_side
 
     _check_formats(args)
+    _refuse_repeated([args.baseline, *args.candidates])
     groups = group_shards([args.baseline, *args.candidates])
     if len(groups) < 2:
         raise HarnessError(f"the run directories given are shards of one run ({', '.join(map(str, groups[0]))}): "
                            "give a baseline and a candidate")
     sides = [load_side(group[0]) if len(group) == 1 else load_runs(group) for group in groups]
     return _report([(sides[0], candidate) for candidate in sides[1:]], args)
+
+
+def _refuse_repeated(paths: list[Path]) -> None:
+    """A folder compared with itself is valid and empty: a verdict that proves nothing, so none."""
+    seen: dict[Path, Path] = {}
+    for path in paths:
+        same = seen.setdefault(path.resolve(), path)
+        if same is not path:
+            raise HarnessError(f"{path}: given twice (also as {same}): a side compared with itself proves nothing")
 
 
 def _diff_latest(args: argparse.Namespace) -> int:
@@ -122,23 +137,40 @@ def _latest_perf(root: Path, baseline_name: str) -> PerfComparison | None:
     return compare(load_perf_side(baseline), [load_perf_side(path) for path in candidates])
 
 
+def _check_outputs(args: argparse.Namespace) -> None:
+    """Where reports go must be writable: found out before any comparison or confirmation runs."""
+    from harness.record.store import ensure_folder
+
+    if args.out is not None:
+        ensure_folder(args.out, "--out")
+    if args.merged_junit is not None:
+        if args.merged_junit.is_dir():
+            raise HarnessError(f"--merged-junit {args.merged_junit}: is a directory; name the XML file to write")
+        ensure_folder(args.merged_junit.parent, "--merged-junit")
+
+
 def _report(pairs: list[tuple[Side, Side]], args: argparse.Namespace, perf: PerfComparison | None = None) -> int:
+    from harness.compare import known
     from harness.compare.confirm import Reruns, confirm
     from harness.compare.culprit.command import recorded_culprits, search_comparisons
     from harness.compare.diff import Comparison, compare
     from harness.compare.validity import Allowances
+    from harness.configure.configurations import load_catalog
     from harness.report.merged_junit import write_merged
     from harness.report.model import build
     from harness.report.output import deliver
 
+    _check_outputs(args)
     allow = Allowances(interpreter_mismatch=args.allow_interpreter_mismatch)
+    ran = {str(c.record.configuration.get("name")) for _, c in pairs if c.record is not None}
+    known_regressions = known.load(args.known_regressions, set(load_catalog().configurations) | ran)
     comparisons: list[Comparison] = []
     times = args.confirm or (args.probes if args.culprit else None)
     for baseline, candidate in pairs:
         comparison = compare(baseline, candidate, allow)
         if times and comparison.valid and comparison.regressions:
             comparison = confirm(comparison, candidate, Reruns(times, args.confirm_timeout, args.confirm_restart), _announce)
-        comparisons.append(comparison)
+        comparisons.append(known.classify(comparison, known_regressions, candidate.results))
     candidates = [candidate for _, candidate in pairs]
     if args.culprit:
         search_comparisons(comparisons, candidates, args)

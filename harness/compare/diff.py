@@ -30,6 +30,25 @@ MAX_DETAIL = 500  # characters of failure message kept per regression in reports
 
 
 @dataclass(frozen=True)
+class Known:
+    """An entry of the known-regressions file (compare/known.py) that matched a test."""
+
+    reason: str
+    link: str = ""
+    entry: str = ""  # where the entry is written: file:line
+    pattern: str = ""  # the entry's test id or pattern
+
+
+@dataclass(frozen=True)
+class KnownFixed:
+    """A test a known-regressions entry names that passed in the candidate: the entry can go."""
+
+    test: str
+    module: str
+    known: Known
+
+
+@dataclass(frozen=True)
 class Regression:
     test: str
     module: str
@@ -43,6 +62,7 @@ class Regression:
     nodeid: str = ""
     confirmation: str = ""  # what the confirmation reruns saw, in words
     polluters: tuple[str, ...] = ()  # tests that must run before it for it to fail (order dependence)
+    known: Known | None = None  # set when the known-regressions file names it (it is then in Comparison.known)
 
 
 @dataclass(frozen=True)
@@ -73,8 +93,9 @@ class ModuleRow:
     baseline: dict[str, int]
     candidate: dict[str, int]
     jit_compiled: int | None
-    regressions: int
+    regressions: int  # new ones: known regressions are counted in `known`
     vacuous: bool = False
+    known: int = 0
 
 
 @dataclass(frozen=True)
@@ -93,10 +114,14 @@ class Comparison:
     xfail_drift: tuple[Change, ...] = ()
     failure_changes: tuple[Change, ...] = ()
     configuration: str = ""  # the candidate's configuration name (sweeps group on it)
-    threshold: int | None = None  # the candidate's JIT threshold
+    threshold: int | None = None  # the candidate's JIT threshold, as requested
+    jit_threshold: int | None = None  # as CinderX reported it in every test process (None: not read back)
     tier: str = ""
     baseline_versions: dict[str, str | None] = field(default_factory=dict)  # torch, python, cinderx, ... (run records)
     candidate_versions: dict[str, str | None] = field(default_factory=dict)
+    known: tuple[Regression, ...] = ()  # regressions the known-regressions file names (not in `regressions`)
+    known_fixed: tuple[KnownFixed, ...] = ()  # known regressions that passed this time
+    known_source: str = ""  # the known-regressions file(s) applied
     candidate_runs: tuple[str, ...] = ()  # the candidate's run directories (a culprit search writes there)
 
     @property
@@ -151,6 +176,7 @@ def compare(baseline: Side, candidate: Side, allow: Allowances = Allowances()) -
         **_changes(before, after),
         configuration=str(candidate.record.configuration.get("name", "")) if candidate.record else "",
         threshold=candidate.record.threshold if candidate.record else None,
+        jit_threshold=validity.read_back_threshold(candidate.record),
         tier=candidate.record.tier if candidate.record else "",
         baseline_versions=dict(baseline.record.versions) if baseline.record else {},
         candidate_versions=dict(candidate.record.versions) if candidate.record else {},

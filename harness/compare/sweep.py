@@ -24,6 +24,18 @@ class Sweep:
         return sorted({row.module for c in self.comparisons for row in c.modules})
 
 
+def column_label(comparison: Comparison) -> str:
+    """A sweep column is named by the threshold CinderX reported back, not only the one requested."""
+    read_back = comparison.jit_threshold
+    if read_back is None:
+        label = f"threshold {comparison.threshold} (not read back)"
+    elif read_back != comparison.threshold:
+        label = f"threshold {read_back} (requested {comparison.threshold})"
+    else:
+        label = f"threshold {read_back}"
+    return label + ("" if comparison.valid else " (INVALID)")
+
+
 def sweeps(comparisons: list[Comparison]) -> list[Sweep]:
     """Every group of two or more comparisons of one configuration and tier at distinct thresholds."""
     groups: dict[tuple[str, str, str], list[Comparison]] = {}

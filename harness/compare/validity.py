@@ -1,15 +1,19 @@
 """Whether two sides may be compared at all: the checks that back a verdict.
 
-A JIT run that compiled nothing, a baseline that could import CinderX, different torch versions,
-interpreters or test sources, a run that did not finish, or shards that do not add up to one run
-make the comparison invalid (exit status 2), whatever the test outcomes say.
+A JIT run that compiled nothing, a JIT whose settings read back from CinderX in a test process
+differ from the configuration's request (mode, threshold, activation), a baseline that could import
+CinderX, different torch versions, interpreters or test sources, a run that did not finish, or
+shards that do not add up to one run make the comparison invalid (exit status 2), whatever the
+test outcomes say.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
-from harness.record.model import Descendants, RunRecord
+from harness.protocol import DEFAULT_THRESHOLD, Activation, JitMode
+from harness.record.model import Descendants, FileRecord, RunRecord
 from harness.record.store import Side
 
 
@@ -31,6 +35,7 @@ def problems(baseline: Side, candidate: Side, allow: Allowances = Allowances()) 
             found.append(f"{role} run is incomplete (status: {side.record.status})")
         if side.record.jit_mode == "on":
             found.extend(f"{role}: {p}" for p in _jit_problems(side.record))
+        found.extend(f"{role}: {p}" for p in _read_back_problems(side.record))
     if baseline.record is not None and baseline.record.jit_mode == "absent":
         found.extend(f"baseline is contaminated: {c}" for c in _contamination(baseline.record))
     if baseline.record is None or candidate.record is None:
@@ -138,6 +143,72 @@ def _jit_problems(record: RunRecord) -> list[str]:
     if record.files and record.compiled == 0:
         errors.append(f"vacuous: the JIT was on but compiled 0 functions in {len(record.files)} files")
     return errors
+
+
+def _read_back_problems(record: RunRecord) -> list[str]:
+    """Files in which CinderX, read back in a test process, was not set as the configuration asked."""
+    if record.jit_mode not in (JitMode.ON, JitMode.OFF):
+        return []
+    found = []
+    for file in record.files:
+        if file.jit_error:
+            continue  # already a problem: the request could not be applied at all
+        mismatches = sorted({m for process in _processes(file) for m in _mismatches(record, process)})
+        found.extend(f"{file.file}: {m}" for m in mismatches)
+    return found
+
+
+def _processes(file: FileRecord) -> tuple[dict[str, Any], ...]:
+    """Each test process's read-back; a record written before they were kept has the last one's end state."""
+    return file.jit_processes or (({"finished": file.jit},) if file.jit else ())
+
+
+def _mismatches(record: RunRecord, process: dict[str, Any]) -> list[str]:
+    found = []
+    for moment, state in (("when switched", process.get("applied")), ("at the end", process.get("finished"))):
+        if state:
+            found.extend(_setting_mismatches(record, state, moment))
+    if record.jit_mode == JitMode.ON and process.get("applied"):
+        found.extend(_activation_mismatches(record.configuration.get("activation", Activation.AFTER_COLLECTION),
+                                            process["applied"]))
+    return found
+
+
+def _setting_mismatches(record: RunRecord, state: dict[str, Any], moment: str) -> list[str]:
+    """Mode and threshold as CinderX reported them (where it did), against the request."""
+    requested = DEFAULT_THRESHOLD if record.threshold is None else record.threshold
+    if "enabled" not in state:
+        return []
+    if record.jit_mode == JitMode.OFF:
+        return [f"the JIT was on {moment} (requested: off)"] if state["enabled"] else []
+    if not state["enabled"]:
+        return [f"the JIT was off {moment} (requested: on)"]
+    if "threshold" in state and state["threshold"] != requested:
+        return [f"CinderX reported threshold {state['threshold']} {moment} (requested {requested})"]
+    return []
+
+
+def _activation_mismatches(activation: str, applied: dict[str, Any]) -> list[str]:
+    """When the JIT was switched on, and whether CinderX had compiled anything before, against the request."""
+    if activation == Activation.STARTUP:
+        return ["the JIT was switched on after collection (requested activation: startup)"] \
+            if applied.get("collected") is True else []
+    found = []
+    if applied.get("collected") is False:
+        found.append("the JIT was switched on before collection (requested activation: after-collection)")
+    if applied.get("compiled_before"):
+        found.append(f"CinderX had compiled {applied['compiled_before']} functions before the harness switched the "
+                     "JIT on after collection: it ran from start-up (requested activation: after-collection)")
+    return found
+
+
+def read_back_threshold(record: RunRecord | None) -> int | None:
+    """The JIT threshold CinderX reported in every test process of the run (None: not read back, or not one)."""
+    if record is None or record.jit_mode != JitMode.ON:
+        return None
+    seen = {state["threshold"] for file in record.files for process in _processes(file)
+            for state in process.values() if isinstance(state, dict) and "threshold" in state}
+    return seen.pop() if len(seen) == 1 else None
 
 
 def _contamination(record: RunRecord) -> list[str]:

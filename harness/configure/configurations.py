@@ -10,6 +10,7 @@ import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from harness.configure import cinderx_variables
 from harness.configure.yamlfile import Section, load_section
 from harness.errors import HarnessError
 from harness.protocol import DEFAULT_THRESHOLD, Activation, JitMode, Request
@@ -53,9 +54,14 @@ class Configuration:
             return self
         if self.jit != "on":
             raise HarnessError(f"--threshold applies to JIT configurations; '{self.name}' has jit: {self.jit}")
-        if threshold < 0:
-            raise HarnessError(f"--threshold must be 0 or more, not {threshold}")
+        if threshold_problem(threshold):
+            raise HarnessError(f"--threshold {threshold_problem(threshold)}")
         return replace(self, threshold=threshold)
+
+
+def threshold_problem(threshold: int) -> str | None:
+    """The one range rule for a JIT threshold, in a data file as on the command line."""
+    return None if threshold >= 0 else f"must be 0 or more, not {threshold}"
 
 
 @dataclass(frozen=True)
@@ -88,7 +94,7 @@ def _read(path: Path, base: Catalog | None) -> Catalog:
     top.check_keys(_TOP_KEYS)
     configurations = dict(base.configurations) if base else {}
     if top.has("configurations"):
-        for name, node in top.child("configurations").items():
+        for name, node in top.child("configurations").named_items("configuration"):
             configurations[name] = _configuration(name, top.section_of(node, f"configuration '{name}'"))
     baseline = top.scalar("baseline", str, base.baseline if base else "stock")
     if baseline not in configurations:
@@ -107,6 +113,8 @@ def _configuration(name: str, section: Section) -> Configuration:
     python_node = section.require("python")
     jit = section.choice("jit", JIT_MODES, "absent")
     threshold = section.scalar("threshold", int, DEFAULT_THRESHOLD if jit == "on" else None)
+    if threshold is not None and threshold_problem(threshold):
+        section.fail(section.require("threshold"), f"configuration '{name}': 'threshold' {threshold_problem(threshold)}")
     configuration = Configuration(
         name=name,
         python=section.scalar("python", str, ""),
@@ -120,8 +128,20 @@ def _configuration(name: str, section: Section) -> Configuration:
         compile_disengage=section.scalar("compile_disengage", bool, False),
         origin=f"{section.path}:{section.node.start_mark.line + 1}",
     )
+    _check_cinderx_variables(name, section)
     if configuration.python_is_path and not Path(configuration.python).is_file():
         section.fail(python_node, f"configuration '{name}': 'python': interpreter {configuration.python} does not exist")
     if not configuration.venv and not configuration.python_is_path:
         section.fail(python_node, f"configuration '{name}': venv: false needs 'python' to be an interpreter's path")
     return configuration
+
+
+def _check_cinderx_variables(name: str, section: Section) -> None:
+    """CinderX silently ignores variables it does not know: in its namespaces, only known names."""
+    if not section.has("env"):
+        return
+    known = cinderx_variables.known()
+    for key, _ in section.child("env").node.value:
+        if cinderx_variables.governed(key.value) and key.value not in known:
+            section.fail(key, f"configuration '{name}': env: CinderX does not know '{key.value}' and would ignore it "
+                              f"(its variables: {cinderx_variables.DATA.name})")

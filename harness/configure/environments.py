@@ -47,11 +47,24 @@ def interpreter_for(configuration: Configuration) -> str:
 def ensure_interpreter(configuration: Configuration) -> Path:
     """Find or provision the configuration's interpreter; errors name where it was configured."""
     if configuration.python_is_path:
-        return Path(configuration.python)
+        python = Path(configuration.python)
+        if not _is_python(python):
+            raise HarnessError(f"{configuration.origin}: configuration '{configuration.name}': 'python': {python} "
+                               "is not a Python interpreter (it cannot run `-c 'import sys'`)")
+        return python
     try:
         return ensure_python(configuration.python)
     except HarnessError as error:
         raise HarnessError(f"{configuration.origin}: configuration '{configuration.name}': 'python': {error}") from None
+
+
+def _is_python(python: Path) -> bool:
+    try:
+        probe = subprocess.run([str(python), "-c", "import sys; print(sys.hexversion)"], capture_output=True,
+                               text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return probe.returncode == 0 and probe.stdout.strip().isdigit()
 
 
 def ensure_layer(python: Path, requirements: tuple[str, ...]) -> Layer:

@@ -9,7 +9,10 @@ from __future__ import annotations
 import glob
 import os
 from dataclasses import dataclass, field, replace
-from pathlib import Path
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import yaml
 
 from harness.configure.yamlfile import Section, load_scalar_entry, load_section
 from harness.errors import HarnessError
@@ -20,7 +23,7 @@ TORCH_SUITES = HARNESS_ROOT / "harness" / "torch_suites"  # the harness's module
 SOURCES = {"harness": "harness", "pytorch": "pytorch"}  # and "torch": a tier's bundled part (see Tier.located)
 REQUIREMENTS = {"cuda": "cuda"}
 _TIER_KEYS = {"description", "source", "files", "exclude", "timeout", "test_timeout", "env", "pytest_args",
-              "requires", "stages", "per_model", "entry", "restart", "bundled"}
+              "requires", "stages", "per_model", "entry", "restart", "exit_grace", "bundled"}
 # What a tier's `bundled` part may say: how to run the harness's own modules of PyTorch's suites.
 _BUNDLED_KEYS = {"description", "files", "exclude", "timeout", "test_timeout", "env", "pytest_args", "entry", "restart"}
 ENTRIES = {"pytest": "pytest", "script": "script"}
@@ -42,9 +45,27 @@ class Tier:
     pytest_args: tuple[str, ...] = ()
     requires: str | None = None
     stages: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    stage_sources: dict[str, str] = field(default_factory=dict)  # stages whose files come from another source
     entry: str = "pytest"  # pytest: `python -m pytest FILE`; script: `python FILE --use-pytest`, as PyTorch's CI
     restart: str = "warm"  # after a crash: warm (fork of the collected process, when safe) or fresh (new interpreter)
     bundled: Tier | None = None  # without a PyTorch checkout: the suites that ship inside torch (source "torch")
+    exit_grace: int = 30  # seconds a process may take to exit after its last test (then stopped, results kept)
+
+    def selecting(self, stages: list[str] | tuple[str, ...] | None) -> Tier:
+        """The tier that runs `stages` (the whole tier without). A stage with a source of its own
+        (a harness stage of a PyTorch tier) runs alone, as a tier of that source with the stage's
+        files, under plain pytest (harness files have no PyTorch `__main__` block)."""
+        unknown = [s for s in stages or () if s not in self.stages]
+        if unknown:
+            known = ", ".join(self.stages) or "none"
+            raise HarnessError(f"--stage {' '.join(unknown)}: tier '{self.name}' has no such stage (stages: {known})")
+        own = [s for s in stages or () if s in self.stage_sources]
+        if not own:
+            return self
+        if len(stages or ()) > 1:
+            raise HarnessError(f"--stage {own[0]}: its files come from the {self.stage_sources[own[0]]}, "
+                               f"not from the tier's {self.source} source: select it alone")
+        return replace(self, source=self.stage_sources[own[0]], files=self.stages[own[0]], exclude=(), entry="pytest")
 
     def located(self, override: Path | None) -> tuple[Tier, Path]:
         """This tier as it runs here, and where its files live: the harness itself, a PyTorch
@@ -99,7 +120,7 @@ def _read(path: Path) -> dict[str, Tier]:
     top = load_section(path, "tiers file")
     top.check_keys({"tiers"})
     tiers: dict[str, Tier] = {}
-    for name, node in top.child("tiers").items():
+    for name, node in top.child("tiers").named_items("tier"):
         section = top.section_of(node, f"tier '{name}'")
         tiers[name] = _tier(name, section)
         if section.has("per_model"):
@@ -129,17 +150,18 @@ def _tier(name: str, section: Section) -> Tier:
     tier = Tier(
         name=name,
         source=section.choice("source", SOURCES, "pytorch"),
-        files=section.strings("files"),
+        files=_patterns(section, "files"),
         description=section.scalar("description", str, ""),
-        exclude=section.strings("exclude"),
+        exclude=_patterns(section, "exclude"),
         timeout=timeout,
         env=section.string_map("env"),
         pytest_args=section.strings("pytest_args"),
         requires=requires,
         test_timeout=test_timeout,
-        stages=_stages(section, name),
+        **_stages(section, name),
         entry=section.choice("entry", ENTRIES, "pytest"),
         restart=section.choice("restart", RESTARTS, "warm"),
+        exit_grace=_positive(section, name, "exit_grace", Tier.exit_grace),
     )
     return replace(tier, bundled=_bundled(tier, section.child("bundled", f"tier '{name}': 'bundled'"))) \
         if section.has("bundled") else tier
@@ -157,7 +179,7 @@ def _bundled(tier: Tier, section: Section) -> Tier:
         test_timeout=_positive(section, tier.name, "test_timeout", min(tier.test_timeout, timeout)),
         env={**tier.env, **section.string_map("env")}, pytest_args=section.strings("pytest_args") or tier.pytest_args,
         entry=section.choice("entry", ENTRIES, tier.entry), restart=section.choice("restart", RESTARTS, tier.restart),
-        stages={},
+        stages={}, stage_sources={},
     )
 
 
@@ -168,9 +190,43 @@ def _positive(section: Section, tier: str, key: str, default: int) -> int:
     return value
 
 
-def _stages(section: Section, tier: str) -> dict[str, tuple[str, ...]]:
-    """Named groups of the tier's files (seed 003's pipeline stages), selectable with --stage."""
+def _stages(section: Section, tier: str) -> dict[str, dict[str, Any]]:
+    """Named groups of the tier's files (seed 003's pipeline stages), selected with --stage: a list
+    of the tier's patterns, or `{source: harness, files: [...]}` for files of another source."""
     if not section.has("stages"):
         return {}
     stages = section.child("stages", f"tier '{tier}': 'stages'")
-    return {name: stages.section_of(stages.node, f"tier '{tier}': stage '{name}'").strings(name) for name, _ in stages.items()}
+    files: dict[str, tuple[str, ...]] = {}
+    sources: dict[str, str] = {}
+    for name, node in stages.items():
+        if isinstance(node, yaml.MappingNode):
+            stage = stages.section_of(node, f"tier '{tier}': stage '{name}'")
+            stage.check_keys({"source", "files"})
+            stage.require("files")
+            files[name] = _patterns(stage, "files")
+            sources[name] = stage.choice("source", SOURCES, "pytorch")
+        else:
+            files[name] = _patterns(stages.section_of(stages.node, f"tier '{tier}': stage '{name}'"), name)
+    return {"stages": files, "stage_sources": sources}
+
+
+def _patterns(section: Section, key: str) -> tuple[str, ...]:
+    """Glob patterns of files under the tests directory: never empty, absolute or climbing out of it."""
+    patterns = section.strings(key)
+    node = section.node_of(key)
+    for item, pattern in zip(node.value if node is not None else (), patterns):
+        problem = _escape_problem(pattern)
+        if problem:
+            section.fail(item, f"{section.context}: '{key}': {pattern!r} {problem}")
+    return patterns
+
+
+def _escape_problem(pattern: str) -> str | None:
+    path = PurePosixPath(pattern)
+    if not pattern.strip():
+        return "is empty"
+    if path.is_absolute() or pattern.startswith("~"):
+        return "is absolute: it must be relative to the tests directory"
+    if ".." in path.parts:
+        return "climbs out of its folder with '..'"
+    return None

@@ -3,6 +3,9 @@
 We compose nodes with PyYAML's safe loader (no tags, no objects; libyaml's when PyYAML has it, 10x
 faster on big op manifests) and read values through a `Section`, which knows where it came from
 and which keys it allows. One top-level scalar of a big file is read by parsing up to it only.
+
+Strict where YAML is lenient: a key written twice in one mapping (YAML loaders keep one of them,
+silently), a byte that is not UTF-8 and a control character are errors naming the line.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+import re
 from pathlib import Path
 from typing import TypeVar
 
@@ -18,14 +22,16 @@ import yaml
 from harness.errors import HarnessError
 
 T = TypeVar("T")
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,99}\Z")  # configuration and tier names: no '/', no '..'
 SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _RESOLVER = yaml.resolver.Resolver()  # the safe loaders' implicit tags (int, bool, null, ...) of plain scalars
 
 
 def load_section(path: Path, context: str) -> Section:
     """The top-level mapping of a YAML file, or a one-line error naming the file and line."""
-    with _located_errors(path):
-        node = yaml.compose(path.read_text(encoding="utf-8"), Loader=SAFE_LOADER)
+    text = _read_text(path)
+    with _located_errors(path, text):
+        node = yaml.compose(text, Loader=SAFE_LOADER)
     return _top_section(path, node, context)
 
 
@@ -36,8 +42,9 @@ def load_scalar_entry(path: Path, key: str, context: str) -> Section:
     The file is parsed only up to that value, never composed: a big file's header costs what the
     header costs. Errors are load_section's, for the part read.
     """
-    with _located_errors(path):
-        events = yaml.parse(path.read_text(encoding="utf-8"), Loader=SAFE_LOADER)
+    text = _read_text(path)
+    with _located_errors(path, text):
+        events = yaml.parse(text, Loader=SAFE_LOADER)
         root = next((event for event in events if isinstance(event, yaml.NodeEvent)), None)
         if root is None:
             node = None
@@ -49,17 +56,32 @@ def load_scalar_entry(path: Path, key: str, context: str) -> Section:
     return _top_section(path, node, context)
 
 
-@contextmanager
-def _located_errors(path: Path) -> Iterator[None]:
-    """An unreadable file or invalid YAML as a one-line error naming the file and line."""
+def _read_text(path: Path) -> str:
+    """The file's text, or a one-line error naming the file (and the line of a byte that is not UTF-8)."""
     try:
-        yield
+        data = path.read_bytes()
     except OSError as error:
         raise HarnessError(f"{path}: cannot read: {error.strerror}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = data.count(b"\n", 0, error.start) + 1
+        raise HarnessError(f"{path}:{line}: not UTF-8 text (byte 0x{data[error.start]:02x})") from None
+
+
+@contextmanager
+def _located_errors(path: Path, text: str) -> Iterator[None]:
+    """Invalid YAML as a one-line error naming the file and line."""
+    try:
+        yield
     except yaml.MarkedYAMLError as error:
         mark = error.problem_mark
         where = f"{path}:{mark.line + 1}" if mark else str(path)
         raise HarnessError(f"{where}: invalid YAML: {error.problem}") from None
+    except yaml.reader.ReaderError as error:  # a character YAML forbids (control characters)
+        line = text.count("\n", 0, error.position) + 1
+        raise HarnessError(f"{path}:{line}: invalid YAML: character {ord(text[error.position]):#04x} is not allowed "
+                           f"({error.reason})") from None
 
 
 def _top_section(path: Path, node: yaml.Node | None, context: str) -> Section:
@@ -111,12 +133,27 @@ class Section:
     def __post_init__(self) -> None:
         if not isinstance(self.node, yaml.MappingNode):
             self.fail(self.node, f"{self.context}: expected a mapping")
+        first: dict[str, yaml.Node] = {}
+        for key, _ in self.node.value:
+            if not isinstance(key, yaml.ScalarNode):
+                self.fail(key, f"{self.context}: keys must be plain names, not lists or mappings")
+            earlier = first.setdefault(key.value, key)
+            if earlier is not key:
+                self.fail(key, f"{self.context}: duplicate key '{key.value}' (first at line {earlier.start_mark.line + 1})")
 
     def fail(self, node: yaml.Node, message: str) -> None:
         raise HarnessError(f"{self.path}:{node.start_mark.line + 1}: {message}")
 
     def items(self) -> list[tuple[str, yaml.Node]]:
         return [(key.value, value) for key, value in self.node.value]
+
+    def named_items(self, what: str) -> list[tuple[str, yaml.Node]]:
+        """Entries whose keys name things that become session names and run-directory names."""
+        for key, _ in self.node.value:
+            if not NAME.match(key.value):
+                self.fail(key, f"{what} name {key.value!r} must be 1-100 letters, digits, '_', '.', '-' "
+                               "(starting with a letter or digit)")
+        return self.items()
 
     def check_keys(self, allowed: set[str]) -> None:
         for key, value in self.node.value:
@@ -160,12 +197,18 @@ class Section:
         return allowed[word]
 
     def strings(self, key: str) -> tuple[str, ...]:
+        return self._list(key, str, "strings")
+
+    def integers(self, key: str) -> tuple[int, ...]:
+        return self._list(key, int, "whole numbers")
+
+    def _list(self, key: str, kind: type[T], what: str) -> tuple[T, ...]:
         node = self.node_of(key)
         if node is None:
             return ()
         if not isinstance(node, yaml.SequenceNode):
-            self.fail(node, f"{self.context}: '{key}' must be a list of strings")
-        return tuple(self._typed(item, key, str) for item in node.value)
+            self.fail(node, f"{self.context}: '{key}' must be a list of {what}")
+        return tuple(self._typed(item, key, kind) for item in node.value)
 
     def string_map(self, key: str) -> dict[str, str]:
         node = self.node_of(key)

@@ -12,6 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from harness.arguments import path_argument
 from harness.errors import HarnessError
 from harness.perf import benchmarks
 from harness.perf.effort import EFFORTS, Effort
@@ -35,7 +36,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     run = actions.add_parser("run", help="run the benchmark suite under one configuration with this interpreter")
     run.add_argument("--config", required=True, help="configuration name (see configurations.yaml)")
     run.add_argument("--threshold", type=int, help="JIT compile threshold for this run (JIT configurations)")
-    run.add_argument("--results", type=Path, help="results root (default: $HARNESS_RESULTS or ./results)")
+    run.add_argument("--results", type=path_argument, help="results root (default: $HARNESS_RESULTS or ./results)")
     run.add_argument("--python", help="interpreter to benchmark (default: the one running this)")
     run.add_argument("--bench", nargs="+", action="extend", metavar="NAME",
                      help=f"only these benchmarks ({', '.join(b.name for b in benchmarks.BENCHMARKS)})")
@@ -56,18 +57,18 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     run.set_defaults(handler=_run)
 
     pair = actions.add_parser("compare", help="compare a baseline perf run with one or more candidates")
-    pair.add_argument("baseline", type=Path, help="perf run directory or pyperf JSON file")
-    pair.add_argument("candidates", type=Path, nargs="+", help="perf run directories or pyperf JSON files")
+    pair.add_argument("baseline", type=path_argument, help="perf run directory or pyperf JSON file")
+    pair.add_argument("candidates", type=path_argument, nargs="+", help="perf run directories or pyperf JSON files")
     pair.set_defaults(handler=_compare)
 
     latest = actions.add_parser("compare-latest", help="the latest baseline perf run against the latest perf "
                                                        "run of every other configuration and threshold")
-    latest.add_argument("--results", type=Path, help="results root (default: $HARNESS_RESULTS or ./results)")
+    latest.add_argument("--results", type=path_argument, help="results root (default: $HARNESS_RESULTS or ./results)")
     latest.set_defaults(handler=_compare_latest)
     for sub in (pair, latest):
         sub.add_argument("--format", nargs="+", action="extend", choices=FORMATS, dest="formats",
                          help="report formats (default: md)")
-        sub.add_argument("--out", type=Path, help="write perf-report.<format> files into this directory")
+        sub.add_argument("--out", type=path_argument, help="write perf-report.<format> files into this directory")
 
 
 def effort_of(args: argparse.Namespace) -> Effort:
@@ -82,7 +83,7 @@ def effort_of(args: argparse.Namespace) -> Effort:
 
 def _run(args: argparse.Namespace) -> int:
     from harness.configure.configurations import load_catalog
-    from harness.record.store import default_results_root
+    from harness.record.store import default_results_root, ensure_folder
 
     configuration = load_catalog().get(args.config).with_threshold(args.threshold)
     try:
@@ -93,7 +94,8 @@ def _run(args: argparse.Namespace) -> int:
     from harness.perf.run import PerfRequest, execute
 
     request = PerfRequest(
-        configuration=configuration, results_root=(args.results or default_results_root()).resolve(),
+        configuration=configuration,
+        results_root=ensure_folder((args.results or default_results_root()).resolve(), "results folder"),
         python=args.python or sys.executable, benchmarks=tuple(b.name for b in selected),
         effort=effort_of(args), clock=args.clock, command=tuple(sys.argv),
     )

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.errors import HarnessError
+from harness.record import typed
 from harness.record.store import read_json_record, write_json_atomically
 
 if TYPE_CHECKING:  # finding perf runs needs no pyperf (the test diff's report looks for them); loading one does
@@ -58,11 +59,9 @@ class PerfRecord:
         return asdict(self)
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> PerfRecord:
-        data = dict(data)
-        for key in ("command", "benchmarks", "failures"):
-            data[key] = tuple(data.get(key, ()))
-        return cls(**data)
+    def from_json(cls, data: object) -> PerfRecord:
+        """A record read back, every field checked against its type (ValueError naming the field)."""
+        return typed.from_json(cls, data)
 
 
 @dataclass(frozen=True)

@@ -79,7 +79,15 @@ def describe_interpreter(python: str) -> dict[str, Any]:
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or ["no output"])[-1]
         raise HarnessError(f"interpreter {python} failed to describe itself: {last}")
-    return json.loads(done.stdout)
+    try:
+        description = json.loads(done.stdout)
+        if not isinstance(description, dict) or not isinstance(description.get("versions"), dict):
+            raise ValueError(description)
+    except ValueError:
+        printed = " ".join(done.stdout.split())[:80] or "nothing"
+        raise HarnessError(f"interpreter {python} is not a Python the harness can use: asked to describe "
+                           f"itself, it printed {printed!r}") from None
+    return description
 
 
 def environment_fingerprint(env: dict[str, str], interpreter: dict[str, Any]) -> dict[str, Any]:

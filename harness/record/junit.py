@@ -91,8 +91,12 @@ def write_document(path: Path, suites: Iterable[TestSuite]) -> None:
     for suite in suites:
         document.add_testsuite(suite)
     partial = path.with_suffix(".xml.partial")
-    document.write(str(partial), pretty=True)
-    partial.replace(path)
+    try:
+        document.write(str(partial), pretty=True)
+        partial.replace(path)
+    except OSError as error:
+        partial.unlink(missing_ok=True)
+        raise HarnessError(f"{path}: cannot write: {error.strerror}") from None
 
 
 def read_results(path: Path) -> list[TestResult]:
@@ -173,6 +177,9 @@ class _Reader:
             target = case.properties if case is not None else self.suites[-1].properties
             target[attributes.get("name", "")] = attributes.get("value", "")
         elif tag == "testcase":
+            if not attributes.get("name", "").strip():
+                raise HarnessError(f"{self.path}:{self.parser.CurrentLineNumber}: <testcase> without a name: "
+                                   "a test that cannot be named cannot be compared")
             self.case = _Case(attributes)
         elif tag == "testsuite":
             self.suites.append(_Suite())

@@ -8,8 +8,10 @@ identity, completeness) lives in the RunRecord.
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from typing import Any
+
+from harness.record import typed
 
 SCHEMA = 1
 
@@ -62,6 +64,9 @@ class FileRecord:
     processes: int = 1  # more than 1 when the file was resumed in a new process after a crash or hang
     restart: str | None = None  # how it resumes: "warm" (a fork of the collected process) or "fresh: <why>"
     descendants: dict[str, Any] | None = None  # Descendants.as_dict(): the JIT in processes the tests started
+    stream_errors: tuple[str, ...] = ()  # lines of its event stream that were not events ("line N: 'text'")
+    jit_processes: tuple[dict[str, Any], ...] = ()  # per test process: the JIT state CinderX reported at the
+    # switch (`applied`, with `collected` and `compiled_before`) and at the end (`finished`)
 
     @property
     def compiled(self) -> int:
@@ -122,6 +127,7 @@ class RunRecord:
     command: list[str] = field(default_factory=list)
     targets: tuple[str, ...] = ()  # the files or node ids this run was asked to run (a shard's share)
     shard: str | None = None  # "I/N" when the tier was split across machines
+    stages: tuple[str, ...] = ()  # the tier's stages the run selected (--stage); none: the whole tier
     python: str = ""  # the interpreter the test processes ran under (what --resume reuses)
     absent: tuple[str, ...] = ()  # files the tier names that the tests directory does not have
     entries: tuple[str, ...] = ()  # PyTorch database entries the run was narrowed to (--select NAME)
@@ -139,13 +145,24 @@ class RunRecord:
         return asdict(self)
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> RunRecord:
-        known = {f.name for f in fields(cls)}
-        file_fields = {f.name for f in fields(FileRecord)}
-        values = {key: value for key, value in data.items() if key in known}
-        values["files"] = tuple(FileRecord(**{k: v for k, v in item.items() if k in file_fields})
-                                for item in data.get("files", ()))
-        values["targets"] = tuple(values.get("targets", ()))
-        values["absent"] = tuple(values.get("absent", ()))
-        values["entries"] = tuple(values.get("entries", ()))
-        return cls(**values)
+    def from_json(cls, data: object) -> RunRecord:
+        """A record read back, every field checked against its type (ValueError naming the field)."""
+        record = typed.from_json(cls, data)
+        _check_values(record)
+        return record
+
+
+_SHARD = re.compile(r"[1-9][0-9]*/[1-9][0-9]*")
+
+
+def _check_values(record: RunRecord) -> None:
+    """What the types alone do not say and readers rely on: a configuration's name, a shard's
+    I/N, a JIT state's compiled count."""
+    if not isinstance(record.configuration.get("name"), str):
+        raise ValueError(f"configuration.name: expected str, not {record.configuration.get('name')!r}")
+    if record.shard is not None and not _SHARD.fullmatch(record.shard):
+        raise ValueError(f"shard: expected I/N, not {record.shard!r}")
+    for index, file in enumerate(record.files):
+        compiled = (file.jit or {}).get("compiled", 0)
+        if not isinstance(compiled, int) or isinstance(compiled, bool):
+            raise ValueError(f"files[{index}].jit.compiled: expected int, not {compiled!r}")

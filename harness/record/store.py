@@ -12,10 +12,13 @@
 
 from __future__ import annotations
 
+import fcntl
 import gc
 import json
 import os
-from collections.abc import Callable
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
@@ -26,10 +29,25 @@ from harness.record.junit import read_results
 from harness.record.model import RunRecord, TestResult
 
 RUN_RECORD = "run.json"
+RUN_LOCK = "runner.lock"  # held (flock) by the process running the run's files; holds its pid
 
 
 def default_results_root() -> Path:
-    return Path(os.environ.get("HARNESS_RESULTS", "results"))
+    return Path(os.environ.get("HARNESS_RESULTS") or "results")  # set but empty: the default, not "."
+
+
+def ensure_folder(path: Path, what: str) -> Path:
+    """A folder the harness will write into, created if missing and tried with a file; a one-line
+    error naming `what` (the option) if it cannot be, before any work that would be lost."""
+    if path.exists() and not path.is_dir():
+        raise HarnessError(f"{what} {path}: is a file, not a folder")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=path):
+            pass
+    except OSError as error:
+        raise HarnessError(f"{what} {path}: cannot write there: {error.strerror}") from None
+    return path
 
 
 T = TypeVar("T")
@@ -38,15 +56,19 @@ T = TypeVar("T")
 def write_json_atomically(path: Path, data: object) -> None:
     """Replace a JSON record atomically: an interrupt never leaves half a record."""
     partial = path.with_suffix(".json.partial")
-    partial.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    partial.replace(path)
+    try:
+        partial.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        partial.replace(path)
+    except OSError as error:
+        partial.unlink(missing_ok=True)
+        raise HarnessError(f"{path}: cannot write: {error.strerror}") from None
 
 
 def read_json_record(path: Path, build: Callable[[dict], T], what: str) -> T:
     """A record read back from JSON, or a one-line error naming the file."""
     try:
         return build(json.loads(path.read_text(encoding="utf-8")))
-    except (OSError, ValueError, TypeError) as error:
+    except (OSError, ValueError, TypeError, RecursionError) as error:
         raise HarnessError(f"{path}: not a readable {what}: {error}") from None
 
 
@@ -79,7 +101,29 @@ class RunDirectory:
 
     def create(self) -> None:
         for part in ("junit", "events", "logs", "processes", "cache"):
-            (self.root / part).mkdir(parents=True, exist_ok=True)
+            ensure_folder(self.root / part, "run directory")
+
+    @contextmanager
+    def hold(self) -> Iterator[None]:
+        """The run, for this process alone while it runs files: a second runner (`--resume` twice, a
+        resume of a run still running) is refused in one line. The kernel drops the lock when its
+        holder dies, so a killed runner never keeps its run."""
+        handle = open(self.root / RUN_LOCK, "a+", encoding="utf-8")  # noqa: SIM115 - held across the yield
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip() or "?"
+            handle.close()
+            raise HarnessError(f"{self.root}: process {holder} is running this run (a run or a --resume); "
+                               "wait for it to end, or stop it, then resume") from None
+        try:
+            handle.truncate(0)
+            handle.write(f"{os.getpid()}\n")
+            handle.flush()
+            yield
+        finally:
+            handle.close()
 
     def write_record(self, record: RunRecord) -> None:
         write_json_atomically(self.record_path, record.to_json())
@@ -168,7 +212,10 @@ def new_run_directory(results_root: Path, configuration: str, tier: str, shard: 
                       started: datetime) -> RunDirectory:
     """`<config>-<tier>[-shardIofN]-<timestamp>`: recent_runs finds a tier's newest runs by name."""
     part = f"-shard{shard.replace('/', 'of')}" if shard else ""
-    return RunDirectory(results_root / f"{configuration}-{tier}{part}-{started:%Y%m%dT%H%M%S%f}")
+    name = f"{configuration}-{tier}{part}-{started:%Y%m%dT%H%M%S%f}"
+    if Path(name).name != name or name.startswith("."):
+        raise HarnessError(f"run directory name {name!r} would not be a folder of {results_root}")
+    return RunDirectory(results_root / name)
 
 
 def recent_runs(results_root: Path, tier: str, count: int) -> list[RunRecord]:

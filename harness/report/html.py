@@ -51,7 +51,7 @@ def _page(report: Report) -> dict[str, Any]:
         "notes": [f"{s.comparison.candidate}: {note}" for s in report.sections for note in s.comparison.notes],
         "counts": [("regressions", totals.regressions), ("confirmed", totals.confirmed), ("fixes", totals.fixes),
                    ("flaky", totals.flaky), ("new", totals.new), ("missing", totals.missing)]
-                  + ([("known", totals.known)] if report.known is not None else []),
+                  + ([("known", totals.known)] if report.known_source else []),
         "sides": _sides(report),
         "comparisons": [_comparison(s) for s in report.sections],
         "changes": [changes for changes in map(_changes, report.sections) if changes["groups"]],
@@ -196,10 +196,9 @@ def _trends(report: Report) -> dict[str, Any] | None:
 
 
 def _known(report: Report) -> dict[str, Any] | None:
-    if report.known is None:
-        return None
-    still = [{"test": f.test, "configuration": f.configuration, "reason": f.known.reason, "link": f.known.link}
-             for f in report.findings if f.known]
-    return {"entries": len(report.known), "failing": still,
-            "fixed": [{**asdict(entry), "configuration": entry.configuration or "every configuration"}
-                      for entry in report.known_fixed]}
+    """Known regressions still failing, and known ones that passed (their entries can go)."""
+    still = [{"test": f.test, "configuration": f.configuration, "reason": f.known.reason, "link": f.known.link,
+              "entry": f.known.entry} for f in report.findings if f.known]
+    fixed = [{"test": item.test, "configuration": s.comparison.candidate, "reason": item.known.reason,
+              "link": item.known.link, "entry": item.known.entry} for s in report.sections for item in s.known_fixed]
+    return {"source": report.known_source, "failing": still, "fixed": fixed} if still or fixed else None

@@ -12,7 +12,8 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from harness.report.model import Culprit, Finding, Forest, Interval, KnownEntry, Report, Section
+from harness.compare.diff import Known, Regression
+from harness.report.model import Culprit, Finding, Forest, Interval, Report, Section
 
 
 def to_json(report: Report) -> dict[str, Any] | list[dict[str, Any]]:
@@ -23,6 +24,13 @@ def to_json(report: Report) -> dict[str, Any] | list[dict[str, Any]]:
 def _document(report: Report, section: Section) -> dict[str, Any]:
     comparison = section.comparison
     findings = {f.test: f for f in section.regressions}
+
+    def regression(r: Regression) -> dict[str, Any]:
+        return {"test": r.test, "module": r.module, "nodeid": r.nodeid, "baseline": r.baseline,
+                "candidate": r.candidate, "detail": r.detail, "confirmed": r.confirmed, "confirmation": r.confirmation,
+                "polluters": list(r.polluters), "classification": r.classification, "replay": r.replay,
+                "candidate_replay": r.replay, "baseline_replay": r.baseline_replay, **_annotations(findings[r.test])}
+
     document = {
         "baseline": comparison.baseline,
         "candidate": comparison.candidate,
@@ -37,6 +45,8 @@ def _document(report: Report, section: Section) -> dict[str, Any]:
         "candidate_runs": list(comparison.candidate_runs),
         "summary": {
             "regressions": len(comparison.regressions),
+            "known_regressions": len(comparison.known),
+            "known_fixed": len(comparison.known_fixed),
             "fixes": len(comparison.fixes),
             "flaky": len(comparison.flaky),
             "new": len(comparison.new),
@@ -45,21 +55,17 @@ def _document(report: Report, section: Section) -> dict[str, Any]:
             "xfail_drift": len(comparison.xfail_drift),
             "failure_changes": len(comparison.failure_changes),
             "confirmed": sum(1 for r in comparison.regressions if r.confirmed),
-            "known": section.known,
         },
         "modules": [
             {"module": row.module, "baseline": row.baseline, "candidate": row.candidate,
-             "jit_compiled": row.jit_compiled, "regressions": row.regressions, "vacuous": row.vacuous}
+             "jit_compiled": row.jit_compiled, "regressions": row.regressions, "known_regressions": row.known,
+             "vacuous": row.vacuous}
             for row in comparison.modules
         ],
-        "regressions": [
-            {"test": r.test, "module": r.module, "nodeid": r.nodeid, "baseline": r.baseline, "candidate": r.candidate,
-             "detail": r.detail, "confirmed": r.confirmed, "confirmation": r.confirmation,
-             "polluters": list(r.polluters), "classification": r.classification,
-             "replay": r.replay, "candidate_replay": r.replay, "baseline_replay": r.baseline_replay,
-             **_annotations(findings[r.test])}
-            for r in comparison.regressions
-        ],
+        "regressions": [regression(r) for r in comparison.regressions],
+        "known_regressions": [regression(r) for r in comparison.known],
+        "known_fixed": [{"test": f.test, "module": f.module, **_known(f.known)} for f in comparison.known_fixed],
+        "known_regressions_file": comparison.known_source or None,
         "flaky": [asdict(f) for f in comparison.flaky],
         "skip_changes": [asdict(c) for c in comparison.skip_changes],
         "xfail_drift": [asdict(c) for c in comparison.xfail_drift],
@@ -68,8 +74,6 @@ def _document(report: Report, section: Section) -> dict[str, Any]:
         "new": list(comparison.new),
         "missing": list(comparison.missing),
     }
-    if report.known is not None:
-        document["known_fixed"] = [_known(entry) for entry in section.known_fixed]
     trend = next((t for t in report.history.trends if t.configuration == comparison.candidate), None) \
         if report.history else None
     if trend is not None:
@@ -84,8 +88,9 @@ def _annotations(finding: Finding) -> dict[str, Any]:
             "culprit": _culprit(finding.culprit) if finding.culprit else None, "new_since": finding.new_since or None}
 
 
-def _known(entry: KnownEntry) -> dict[str, str]:
-    return {"test": entry.test, "configuration": entry.configuration, "reason": entry.reason, "link": entry.link}
+def _known(known: Known) -> dict[str, str]:
+    """Why a test is known to regress: the entry's reason, link, test id or pattern, and file:line."""
+    return {"reason": known.reason, "link": known.link, "known_as": known.pattern, "entry": known.entry}
 
 
 def _culprit(culprit: Culprit) -> dict[str, Any]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from harness.compare.diff import ModuleRow
+from harness.compare.sweep import column_label
 from harness.report.model import Culprit, Finding, Report, Section, Status, SweepLine, compiled_total
 from harness.report.text import counts, culprit_cost, culprit_inlined, speedup, summed
 
@@ -38,16 +39,26 @@ def _section(report: Report, section: Section) -> str:
         lines.extend(f"- {problem}" for problem in comparison.problems)
     lines.extend(f"- note: {note}" for note in comparison.notes)
     confirmed = sum(1 for f in section.regressions if f.status is Status.CONFIRMED)
-    known = f" · known: {section.known}" if report.known is not None else ""
-    lines += ["", (f"Regressions: **{len(comparison.regressions)}**" + (f" ({confirmed} confirmed)" if confirmed else "")
+    known = f" (+{len(comparison.known)} known)" if comparison.known else ""
+    lines += ["", (f"Regressions: **{len(comparison.regressions)}**{known}" + (f" ({confirmed} confirmed)" if confirmed else "")
                    + f" · fixes: {len(comparison.fixes)} · new: {len(comparison.new)} · missing: {len(comparison.missing)}"
-                   f" · flaky: {len(comparison.flaky)}{known}"), ""]
+                   f" · flaky: {len(comparison.flaky)}"), ""]
+    if comparison.known or comparison.known_fixed:
+        fixed = (f"; known, now fixed: {len(comparison.known_fixed)} (remove their entries)"
+                 if comparison.known_fixed else "")
+        lines += [f"Known regressions: {len(comparison.known)}, from {comparison.known_source}{fixed} "
+                  "(every one listed in the HTML and JSON reports).", ""]
+        known = [f for f in section.regressions if f.known]
+        lines += [f"- `{f.test}` ({f.known.entry}): {f.known.reason}" + (f" ({f.known.link})" if f.known.link else "")
+                  for f in known[:TOP_REGRESSIONS]]
+        lines += [f"- … {len(known) - TOP_REGRESSIONS} more known (HTML and JSON reports)"] if len(known) > TOP_REGRESSIONS else []
+        lines += [""] if known else []
     trend = next((t for t in report.history.trends if t.configuration == comparison.candidate), None) \
         if report.history else None
     if trend is not None and trend.points:
         lines += ["Regressions per run, oldest first: " + " → ".join(str(p.regressions) for p in trend.points), ""]
     lines += _module_table(comparison.modules)
-    regressions = section.regressions
+    regressions = [f for f in section.regressions if not f.known]
     if regressions:
         shown = min(len(regressions), TOP_REGRESSIONS)
         lines += ["", f"### Top regressions ({shown} of {len(regressions)})", ""]
@@ -113,7 +124,7 @@ def _module_table(rows: tuple[ModuleRow, ...]) -> list[str]:
 def _sweep(line: SweepLine) -> str:
     """One row per module (worst first), one column per threshold: candidate counts · compiled · regressions."""
     sweep = line.sweep
-    columns = [f"threshold {c.threshold}" + ("" if c.valid else " (INVALID)") for c in sweep.comparisons]
+    columns = [column_label(c) for c in sweep.comparisons]
     lines = [f"## Threshold sweep: {line.title}", "",
              "Each threshold cell: candidate P/F/E/S/XF · functions compiled · regressions.", "",
              "| Module | Baseline P/F/E/S/XF | " + " | ".join(columns) + " |",
@@ -127,7 +138,7 @@ def _sweep(line: SweepLine) -> str:
     if len(modules) > TOP_MODULES:
         lines.append(f"| … {len(modules) - TOP_MODULES} more modules (HTML report) | |" + " |" * len(columns))
     totals = [f"{counts(summed(r.candidate for r in c.modules))} · {_total(c.modules)} · {len(c.regressions)}"
-              for c in sweep.comparisons]
+              + (f" (+{len(c.known)} known)" if c.known else "") for c in sweep.comparisons]
     lines.append(f"| **TOTAL** | {counts(summed(r.baseline for r in sweep.comparisons[0].modules))} | "
                  + " | ".join(totals) + " |")
     return "\n".join(lines) + "\n"
@@ -147,8 +158,13 @@ def _perf(report: Report) -> str:
 def _cell(row: ModuleRow | None) -> str:
     if row is None:
         return "absent"
-    regressions = f"**{row.regressions}**" if row.regressions else "0"
-    return f"{counts(row.candidate)} · {_compiled(row)} · {regressions}"
+    return f"{counts(row.candidate)} · {_compiled(row)} · {_regressions_cell(row)}"
+
+
+def _regressions_cell(row: ModuleRow) -> str:
+    """New regressions in bold, known ones beside them."""
+    new = f"**{row.regressions}**" if row.regressions else "0"
+    return new + (f" (+{row.known} known)" if row.known else "")
 
 
 def _compiled(row: ModuleRow) -> str:

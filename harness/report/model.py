@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
-from harness.compare.diff import Comparison, ModuleRow
+from harness.compare.diff import Comparison, Known, KnownFixed, ModuleRow
 from harness.compare.sweep import Sweep, sweeps
 from harness.protocol import Outcome
 from harness.record.culprits import Culprit  # a regression's culprit, as the search recorded it
@@ -30,19 +30,6 @@ class Status(StrEnum):
     CONFIRMED = "confirmed"  # failed every rerun in the candidate, passed every rerun in the baseline
     UNCONFIRMED = "not confirmed"  # not rerun (no --confirm) or could not be rerun
     FLAKY = "flaky"  # its reruns or rerun history disagree with themselves
-
-
-@dataclass(frozen=True)
-class KnownEntry:
-    """A regression a data file marks as known: expected to fail until its reason is fixed."""
-
-    test: str
-    reason: str
-    configuration: str = ""  # the candidate configuration it is known in; "" in every one
-    link: str = ""  # an issue or bug tracker address
-
-    def matches(self, test: str, configuration: str) -> bool:
-        return self.test == test and self.configuration in ("", configuration)
 
 
 @dataclass(frozen=True)
@@ -95,7 +82,7 @@ class Finding:
     replay: str = ""
     baseline_replay: str = ""
     polluters: tuple[str, ...] = ()
-    known: KnownEntry | None = None
+    known: Known | None = None  # the known-regressions entry it matched (compare/known.py)
     culprit: Culprit | None = None
     new_since: str = ""  # the first failing run, from history
 
@@ -202,15 +189,19 @@ class Section:
 
     comparison: Comparison
     findings: tuple[Finding, ...]  # regressions first (worst first), then flaky tests
-    known_fixed: tuple[KnownEntry, ...] = ()  # known entries of this candidate that no longer regress
 
     @property
     def regressions(self) -> tuple[Finding, ...]:
+        """New and known regressions (known ones last): everything known stays in view."""
         return tuple(f for f in self.findings if f.status is not Status.FLAKY)
 
     @property
     def known(self) -> int:
         return sum(1 for f in self.regressions if f.known)
+
+    @property
+    def known_fixed(self) -> tuple[KnownFixed, ...]:
+        return self.comparison.known_fixed
 
 
 @dataclass(frozen=True)
@@ -234,7 +225,6 @@ class Report:
     generated: str
     forest: Forest | None = None
     history: History | None = None
-    known: tuple[KnownEntry, ...] | None = None  # None: no known-regressions file was given
 
     @property
     def valid(self) -> bool:
@@ -253,15 +243,16 @@ class Report:
     def totals(self) -> Totals:
         regressions = [f for s in self.sections for f in s.regressions]
         comparisons = [s.comparison for s in self.sections]
-        return Totals(regressions=len(regressions),
+        return Totals(regressions=sum(1 for f in regressions if not f.known),
                       confirmed=sum(1 for f in regressions if f.status is Status.CONFIRMED),
                       fixes=sum(len(c.fixes) for c in comparisons), flaky=sum(len(c.flaky) for c in comparisons),
                       new=sum(len(c.new) for c in comparisons), missing=sum(len(c.missing) for c in comparisons),
                       known=sum(1 for f in regressions if f.known))
 
     @property
-    def known_fixed(self) -> tuple[KnownEntry, ...]:
-        return tuple(entry for s in self.sections for entry in s.known_fixed)
+    def known_source(self) -> str:
+        """The known-regressions file(s) the comparisons applied; "" when none was."""
+        return ", ".join(dict.fromkeys(s.comparison.known_source for s in self.sections if s.comparison.known_source))
 
     @property
     def sides(self) -> tuple[Side, ...]:
@@ -287,15 +278,14 @@ class Side:
 
 
 def build(comparisons: Sequence[Comparison], *, perf: PerfComparison | None = None, history: History | None = None,
-          known: Sequence[KnownEntry] | None = None, culprits: Mapping[tuple[str, str], Culprit] | None = None,
+          culprits: Mapping[tuple[str, str], Culprit] | None = None,
           now: datetime | None = None) -> Report:
     """The report of `comparisons`; `culprits` are keyed by (candidate label, test)."""
     new_since = {(s.configuration, s.test): s.run for s in history.new_since} if history else {}
-    sections = tuple(_section(c, tuple(known or ()), culprits or {}, new_since) for c in comparisons)
+    sections = tuple(_section(c, culprits or {}, new_since) for c in comparisons)
     return Report(sections=sections, heatmap=heatmap(comparisons), sweeps=tuple(map(_sweep_line, sweeps(list(comparisons)))),
                   generated=(now or datetime.now(timezone.utc)).strftime("%Y-%m-%d %H:%M UTC"),
-                  forest=forest(perf) if perf is not None else None, history=history,
-                  known=tuple(known) if known is not None else None)
+                  forest=forest(perf) if perf is not None else None, history=history)
 
 
 _SEVERITY = (Outcome.CRASHED, Outcome.TIMEOUT, Outcome.ERROR, Outcome.FAILED)
@@ -308,25 +298,22 @@ def _order(finding: Finding) -> tuple[int, int, int, str]:
     return (finding.known is not None, status, severity, finding.test)
 
 
-def _section(comparison: Comparison, known: tuple[KnownEntry, ...], culprits: Mapping[tuple[str, str], Culprit],
+def _section(comparison: Comparison, culprits: Mapping[tuple[str, str], Culprit],
              new_since: Mapping[tuple[str, str], str]) -> Section:
     label = comparison.candidate
     findings = []
-    for r in comparison.regressions:
+    for r in (*comparison.regressions, *comparison.known):
         status = Status.CONFIRMED if r.confirmed else Status.UNCONFIRMED
         findings.append(Finding(
             test=r.test, module=r.module, configuration=label, baseline=r.baseline, candidate=r.candidate,
             classification=r.classification, status=status, confirmation=r.confirmation, detail=r.detail,
             replay=r.replay, baseline_replay=r.baseline_replay, polluters=r.polluters,
-            known=next((k for k in known if k.matches(r.test, comparison.configuration)), None),
+            known=r.known,
             culprit=culprits.get((label, r.test)), new_since=new_since.get((label, r.test), "")))
     flaky = [Finding(test=f.test, module=f.module, configuration=label, baseline=f.baseline, candidate=f.candidate,
                      classification="flaky", status=Status.FLAKY, confirmation=f.reason, replay=f.replay)
              for f in comparison.flaky]
-    regressed = {r.test for r in comparison.regressions}
-    fixed = tuple(k for k in known if comparison.configuration and k.configuration in ("", comparison.configuration)
-                  and k.test not in regressed)
-    return Section(comparison, tuple(sorted(findings, key=_order)) + tuple(flaky), fixed)
+    return Section(comparison, tuple(sorted(findings, key=_order)) + tuple(flaky))
 
 
 def heatmap(comparisons: Sequence[Comparison]) -> Heatmap:
@@ -351,7 +338,9 @@ def _worst_first(line: ModuleLine) -> tuple[int, float, str]:
 
 
 def _sweep_line(sweep: Sweep) -> SweepLine:
-    return SweepLine(sweep, tuple(SweepPoint(c.threshold or 0, len(c.regressions), compiled_total(c.modules), c.valid)
+    """Each point at the threshold CinderX reported back (the requested one where none was read back)."""
+    return SweepLine(sweep, tuple(SweepPoint(c.jit_threshold if c.jit_threshold is not None else c.threshold or 0,
+                                             len(c.regressions), compiled_total(c.modules), c.valid)
                                   for c in sweep.comparisons))
 
 

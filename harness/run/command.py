@@ -6,10 +6,12 @@ Each command imports its modules when it runs, so `--help` and the other command
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from harness.arguments import path_argument
 from harness.errors import HarnessError
 from harness.exits import ExitStatus
 
@@ -24,25 +26,25 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     run.add_argument("--config", help="configuration name (see configurations.yaml)")
     run.add_argument("--tier", help="tier name (see tiers.yaml)")
     run.add_argument("--threshold", type=int, help="JIT compile threshold for this run (JIT configurations)")
-    run.add_argument("--tests-dir", type=Path, help="a PyTorch checkout's test/ or any folder of test files")
+    run.add_argument("--tests-dir", type=path_argument, help="a PyTorch checkout's test/ or any folder of test files")
     run.add_argument("--select", nargs="+", action="extend", metavar="FILE_OR_NODEID",
                      help="test files or node ids, relative to the tests directory, instead of the tier's list")
     run.add_argument("--stage", nargs="+", action="extend", metavar="STAGE",
                      help="only these stages of the tier (p3: capture, normalize, post-grad, ir, codegen, ...)")
-    run.add_argument("--results", type=Path, help="results root (default: $HARNESS_RESULTS or ./results)")
+    run.add_argument("--results", type=path_argument, help="results root (default: $HARNESS_RESULTS or ./results)")
     run.add_argument("--python", help="interpreter for the test processes (default: the one running this)")
     run.add_argument("--jobs", type=int, default=1, help="test files run in parallel (default 1)")
     run.add_argument("--shard", help="I/N: run only shard I of N, the same files in every configuration")
-    run.add_argument("--durations", type=Path, metavar="RUN_DIR",
+    run.add_argument("--durations", type=path_argument, metavar="RUN_DIR",
                      help="balance shards on this earlier run's file durations (default: file sizes)")
-    run.add_argument("--resume", type=Path, metavar="RUN_DIR",
+    run.add_argument("--resume", type=path_argument, metavar="RUN_DIR",
                      help="continue an interrupted run without rerunning what finished")
     run.set_defaults(handler=_run)
 
     fetch = commands.add_parser("fetch-tests", help="fetch PyTorch's test/ folder for the installed torch")
     fetch.add_argument("--version", help="torch release (default: the torch of this interpreter)")
     fetch.add_argument("--repo", help="PyTorch repository or mirror (default: $HARNESS_PYTORCH_REPO or GitHub)")
-    fetch.add_argument("--cache", type=Path, help="where checkouts are kept (default: the harness cache)")
+    fetch.add_argument("--cache", type=path_argument, help="where checkouts are kept (default: the harness cache)")
     fetch.set_defaults(handler=_fetch_tests)
 
     provision = commands.add_parser("provision", help="find or provision an interpreter (e.g. 3.14)")
@@ -53,7 +55,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
 def _run(args: argparse.Namespace) -> int:
     from harness.configure.configurations import load_catalog
     from harness.configure.tiers import get_tier
-    from harness.record.store import default_results_root
+    from harness.record.store import default_results_root, ensure_folder
     from harness.run.runner import RunRequest, default_python, execute
     from harness.run.schedule import parse_shard, run_durations, shard_files, size_weights
 
@@ -64,7 +66,7 @@ def _run(args: argparse.Namespace) -> int:
     if not args.config or not args.tier:
         raise HarnessError("run needs --config and --tier (or --resume RUN_DIR)")
     configuration = load_catalog().get(args.config).with_threshold(args.threshold)
-    tier, tests_dir = get_tier(args.tier).located(args.tests_dir)
+    tier, tests_dir = get_tier(args.tier).selecting(args.stage).located(args.tests_dir)
     tests_dir = tests_dir.resolve()
     python = args.python or default_python()
     targets, entries = _selection(args.select, tier, tests_dir, configuration, python) if args.select \
@@ -76,10 +78,11 @@ def _run(args: argparse.Namespace) -> int:
         targets = tuple(shard_files(list(targets), index, count, weights))
     if not targets:
         raise HarnessError(f"tier '{tier.name}' matches no test files under {tests_dir}")
+    results = ensure_folder((args.results or default_results_root()).resolve(), "results folder")
     request = RunRequest(
-        configuration=configuration, tier=tier, tests_dir=tests_dir, targets=targets,
-        results_root=(args.results or default_results_root()).resolve(),
+        configuration=configuration, tier=tier, tests_dir=tests_dir, targets=targets, results_root=results,
         python=python, command=tuple(sys.argv), jobs=args.jobs, shard=args.shard, absent=absent, entries=entries,
+        stages=tuple(args.stage or ()),
     )
     print(f"run directory: {execute(request)}")
     return ExitStatus.OK
@@ -87,12 +90,14 @@ def _run(args: argparse.Namespace) -> int:
 
 def _selection(selections: list[str], tier: Tier, tests_dir: Path, configuration: Configuration,
                python: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """(targets, entries): files and node ids as given; names of PyTorch test-database entries
-    (`--select add nn.Linear`) resolved, for the bundled suites, to the files that cover them."""
+    """(targets, entries): files and node ids, their file parts normalised and relative to the tests
+    directory (an absolute path inside it is accepted; the runner refuses whatever still points
+    outside); names of PyTorch test-database entries (`--select add nn.Linear`) resolved, for the
+    bundled suites, to the files that cover them."""
     from harness.configure import entries
     from harness.run.runner import interpreter_environment
 
-    paths = [s for s in selections if entries.is_path(s, tests_dir)]
+    paths = [_target(s, tests_dir) for s in selections if entries.is_path(s, tests_dir)]
     names = tuple(dict.fromkeys(s for s in selections if not entries.is_path(s, tests_dir)))
     if names and tier.source != "torch":
         raise HarnessError(f"--select {names[0]}: not found under {tests_dir} (names of PyTorch test-database "
@@ -103,14 +108,20 @@ def _selection(selections: list[str], tier: Tier, tests_dir: Path, configuration
     return tuple(dict.fromkeys([*paths, *entries.files_for(names, covered, tier.discover(tests_dir))])), names
 
 
+def _target(target: str, tests_dir: Path) -> str:
+    file, separator, rest = target.partition("::")
+    if not file.strip():
+        raise HarnessError(f"--select {target!r}: no file named")
+    path = Path(os.path.normpath(file))
+    if path.is_absolute() and path.is_relative_to(tests_dir):
+        path = path.relative_to(tests_dir)
+    return path.as_posix() + separator + rest
+
+
 def _tier_files(tier: Tier, tests_dir: Path, stages: list[str] | None) -> list[str]:
     files = tier.discover(tests_dir)
     if not stages:
         return files
-    unknown = [s for s in stages if s not in tier.stages]
-    if unknown:
-        known = ", ".join(tier.stages) or "none"
-        raise HarnessError(f"--stage {' '.join(unknown)}: tier '{tier.name}' has no such stage (stages: {known})")
     wanted = {pattern for stage in stages for pattern in tier.stages[stage]}
     return [f for f in files if any(Path(f).match(pattern) for pattern in wanted)]
 
@@ -123,7 +134,10 @@ def _resume(args: argparse.Namespace) -> int:
 
     record = RunDirectory(args.resume).read_record()
     configuration = load_catalog().get(record.configuration["name"]).with_threshold(record.threshold)
-    print(f"run directory: {resume(args.resume, configuration, get_tier(record.tier), args.jobs)}")
+    tier = get_tier(record.tier).selecting(record.stages)
+    if (record.test_sources.get("origin") or {}).get("kind") == "torch" and tier.bundled is not None:
+        tier = tier.bundled  # the run ran the suites inside torch: resume them the same way
+    print(f"run directory: {resume(args.resume, configuration, tier, args.jobs)}")
     return ExitStatus.OK
 
 

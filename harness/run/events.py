@@ -4,6 +4,13 @@ The stream is the single source of truth for a file: every process that ran it a
 and the runner appends a `result` for each test that a dead process was running. Re-reading it
 therefore tells what finished, what must be left out of the next process, and the final results.
 
+The stream is written by test processes, which are not trusted: a line that is not an event of
+the protocol (not JSON, not an object, an unknown kind, a field of the wrong type) is kept as a
+stream error with its text, and every well-formed event is still used. An event glued to the end
+of junk (a stray write without a newline, then the plugin's next line) is recovered, and before
+the runner starts the next process or writes its own event, it ends any half-written line, so
+nobody's next line is glued to it.
+
 A session is one process running tests: a test process (`session_start`) or a worker forked
 from one (`worker_start`, warm restarts); a test process that forks workers runs none itself.
 """
@@ -19,33 +26,60 @@ from harness.protocol import SESSION_STARTS, Event, JitMode, Outcome
 from harness.record.model import Descendants, TestResult, junit_names
 
 
+MAX_LINE_BYTES = 4 << 20  # no event is longer (failure text is capped at 20,000 characters); junk can be
+MAX_ERRORS_KEPT = 20  # stream errors kept with their text; all are counted
+_EVENT_START = '{"event"'  # how every event line begins (json.dumps of a dict whose first key is "event")
+
+
 @dataclass
 class EventStream:
-    """An append-only JSON-lines file, read as it grows; a line cut short by a crash is skipped."""
+    """An append-only JSON-lines file, read as it grows; what is not an event becomes an error."""
 
     path: Path
     events: list[dict[str, Any]] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)  # "line N: text" of the first MAX_ERRORS_KEPT bad lines
+    error_count: int = 0
     _offset: int = 0
+    _lines: int = 0
 
     def read_new(self) -> list[dict[str, Any]]:
         if not self.path.is_file():
             return []
         with open(self.path, "rb") as handle:
             handle.seek(self._offset)
-            chunk = handle.read()
-        complete = chunk[: chunk.rfind(b"\n") + 1]
-        self._offset += len(complete)
+            chunk = handle.read(64 * MAX_LINE_BYTES)
+        end = chunk.rfind(b"\n") + 1
+        if end == 0 and len(chunk) > MAX_LINE_BYTES:  # a line no event can be: junk, taken as it is
+            end = len(chunk)
+        self._offset += end
         fresh = []
-        for line in complete.decode("utf-8", errors="replace").splitlines():
-            try:
-                fresh.append(json.loads(line))
-            except ValueError:
-                continue
+        for line in chunk[:end].decode("utf-8", errors="replace").splitlines():
+            self._lines += 1
+            event, junk = parse_line(line)
+            if junk:
+                self._error(junk)
+            if event is not None:
+                fresh.append(event)
         self.events.extend(fresh)
         return fresh
 
+    def _error(self, text: str) -> None:
+        self.error_count += 1
+        if len(self.errors) < MAX_ERRORS_KEPT:
+            self.errors.append(f"line {self._lines}: {text[:200]!r}")
+
+    def seal(self) -> None:
+        """End a half-written last line (a process died or wrote junk mid-line), so the next line
+        written, the runner's or a new process's, is a line of its own."""
+        with open(self.path, "ab+") as handle:
+            if handle.seek(0, 2) > 0:
+                handle.seek(-1, 2)
+                if handle.read(1) != b"\n":
+                    handle.write(b"\n")
+
     def append(self, event: dict[str, Any]) -> None:
         """Add an event of the runner's own (a culprit's result) to the file and to what was read."""
+        self.seal()
         self.read_new()
         with open(self.path, "a", encoding="utf-8") as handle:
             handle.write(json.dumps(event) + "\n")
@@ -78,6 +112,68 @@ class EventStream:
         return {event["nodeid"] for event in self.events if event["event"] == Event.RESULT}
 
 
+def parse_line(line: str) -> tuple[dict[str, Any] | None, str]:
+    """(the event on this line or None, the junk on it or ""): an event written after junk with no
+    newline between them is recovered from the end of the line."""
+    if not line.strip():
+        return None, ""
+    event = parse_event(line)
+    if event is not None:
+        return event, ""
+    start = line.rfind(_EVENT_START)  # inside an event, quotes are escaped: this only starts one
+    if start > 0:
+        event = parse_event(line[start:])
+        if event is not None:
+            return event, line[:start]
+    return None, line
+
+
+# Checked fields of each kind of event, with the types the runner relies on. A kind of the
+# protocol not listed here passes as it is; a kind outside the protocol is an error.
+_NUMBER = (int, float)
+_TEXT_OR_NONE = (str, type(None))
+_FIELDS: dict[str, dict[str, type | tuple[type, ...]]] = {
+    Event.SESSION_START: {"pid": int, "contamination": _TEXT_OR_NONE},
+    Event.WORKER_START: {"pid": int},
+    Event.WORKER_EXIT: {"pid": int, "status": int},
+    Event.COLLECTED: {"count": int},
+    Event.RESTART: {"mode": str},
+    Event.JIT_APPLIED: {"state": dict, "error": _TEXT_OR_NONE},
+    Event.JIT_COUNT: {"compiled": int},
+    Event.COLLECT_ERROR: {"nodeid": str, "message": str, "text": _TEXT_OR_NONE},
+    Event.START: {"nodeid": str},
+    Event.RESULT: {"nodeid": str, "outcome": str, "duration": _NUMBER, "message": str, "text": str, "attempts": list},
+    Event.SESSION_FINISH: {"jit": dict},
+    Event.INTERNAL_ERROR: {"message": str, "text": str},
+    Event.CHILD_START: {"pid": int, "method": str},
+    Event.CHILD_EXIT: {"pid": int, "status": int},
+}
+_KINDS = frozenset(Event)
+_OUTCOMES = frozenset(Outcome)
+
+
+def parse_event(text: str) -> dict[str, Any] | None:
+    """One line as an event of the protocol, or None."""
+    try:
+        event = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(event, dict) or event.get("event") not in _KINDS:
+        return None
+    for name, kind in _FIELDS.get(event["event"], {}).items():
+        value = event.get(name)
+        if not isinstance(value, kind) or isinstance(value, bool):
+            return None
+    if event["event"] == Event.RESULT and (event["outcome"] not in _OUTCOMES
+                                          or not all(isinstance(a, str) for a in event["attempts"])):
+        return None
+    for state in (event.get("state"), event.get("jit")):
+        compiled = state.get("compiled", 0) if isinstance(state, dict) else 0
+        if not isinstance(compiled, int) or isinstance(compiled, bool):
+            return None
+    return event
+
+
 @dataclass(frozen=True)
 class FileSummary:
     """What a file's whole stream says, over every process that ran it."""
@@ -89,11 +185,13 @@ class FileSummary:
     contamination: str | None
     restart: str | None  # how the last test process would resume after a crash: "warm" or "fresh: <why>"
     internal_error: str | None = None  # pytest broke (INTERNALERROR), and how many tests never ran
+    jit_processes: tuple[dict[str, Any], ...] = ()  # per process that switched the JIT: `applied`, `finished` states
 
 
 def summarize(module: str, file: str, events: list[dict[str, Any]]) -> FileSummary:
     results: dict[str, TestResult] = {}
     sessions: list[dict[str, Any]] = []  # per session: its last known JIT state
+    readbacks: list[dict[str, Any]] = []  # per session: the JIT state at its switch and at its end
     hosts = 0
     jit_error = contamination = restart = internal_error = None
     running: str | None = None
@@ -102,6 +200,7 @@ def summarize(module: str, file: str, events: list[dict[str, Any]]) -> FileSumma
         kind = event["event"]
         if kind in SESSION_STARTS:
             sessions.append({})
+            readbacks.append({})
             contamination = contamination or event.get("contamination")
         elif kind == Event.RESTART:
             restart = event["mode"]
@@ -131,12 +230,15 @@ def summarize(module: str, file: str, events: list[dict[str, Any]]) -> FileSumma
             jit_error = jit_error or event.get("error")
             if sessions:
                 sessions[-1].update(event["state"])
+                readbacks[-1]["applied"] = {**event["state"], "collected": event.get("collected"),
+                                            "compiled_before": event.get("compiled_before")}
         elif kind == Event.JIT_COUNT and sessions:
             sessions[-1]["compiled"] = event["compiled"]
         elif kind == Event.SESSION_FINISH and sessions:
             sessions[-1].update(event["jit"])
+            readbacks[-1]["finished"] = event["jit"]
     return FileSummary(tuple(results.values()), len(sessions) - hosts, _jit_over(sessions), jit_error, contamination,
-                       restart, internal_error)
+                       restart, internal_error, tuple(r for r in readbacks if "applied" in r))
 
 
 def summarize_descendants(events: list[dict[str, Any]], reports: Path) -> Descendants | None:
@@ -165,7 +267,10 @@ def _read_report(path: Path) -> dict[str, Any] | None:
         report = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    return report if isinstance(report, dict) and isinstance(report.get("jit"), dict) else None
+    if not (isinstance(report, dict) and isinstance(report.get("jit"), dict)):
+        return None
+    numbers = (report.get("pid"), report.get("inherited", 0), report["jit"].get("compiled", 0))
+    return report if all(isinstance(n, int) and not isinstance(n, bool) for n in numbers) else None
 
 
 def _as_requested(report: dict[str, Any]) -> bool:

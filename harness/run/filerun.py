@@ -28,6 +28,7 @@ from harness.protocol import Env, Event, Outcome, Request
 from harness.record import junit
 from harness.record.model import FileRecord, TestResult
 from harness.record.store import RunDirectory
+from harness.run import processes
 from harness.run.events import EventStream, summarize, summarize_descendants
 
 POLL_SECONDS = 0.2
@@ -107,7 +108,7 @@ def run_file(context: FileContext, file: str, targets: list[str], on_event: Even
     reports = context.run.processes(module)
     reports.mkdir(parents=True, exist_ok=True)
     env = {**context.env, Env.EVENTS: str(stream.path.resolve()), Env.DESELECT: str(deselect.resolve()),
-           Env.PROCESS_REPORTS: str(reports.resolve())}
+           Env.PROCESS_REPORTS: str(reports.resolve()), **processes.marks(context.run.root, file)}
     command = _command(context, file, targets)
     began = time.monotonic()
     file_deadline = began + context.tier.timeout
@@ -116,13 +117,14 @@ def run_file(context: FileContext, file: str, targets: list[str], on_event: Even
     process: FileProcess | None = None
     while True:
         deselect.write_text("".join(f"{nodeid}\n" for nodeid in sorted(stream.finished())))
+        stream.seal()  # a line the last process left half-written must not swallow the next one's first
         sessions_before = stream.sessions()
         if process is not None and process.waiting:
             process.resume()
         else:
             if process is not None:
                 process.finish(file_deadline)
-            process = FileProcess.start(command, context, env, module)
+            process = FileProcess.start(command, context, env, module, processes.marks(context.run.root, file))
         ending = process.watch(stream, context.tier.test_timeout, file_deadline, lambda event: on_event(file, event))
         if LIVE.stopping:
             raise Interrupted(file)
@@ -166,19 +168,29 @@ def run_file(context: FileContext, file: str, targets: list[str], on_event: Even
         counts[result.outcome] = counts.get(result.outcome, 0) + 1
     if summary.internal_error:
         culprits.append(f"{file}::<pytest internal error>: {summary.internal_error}")
-    ending = process.finish(file_deadline)
+    grace = time.monotonic() + context.tier.exit_grace
+    ending = process.finish(min(file_deadline, grace))
     descendants = summarize_descendants(stream.events, reports)  # after the end: their reports are written
     if ending.how == "exit_timeout":
-        culprits.append(f"{file}::<process>: did not exit within the tier's limit ({context.tier.timeout} s) "
-                        "after its tests finished")
+        limit = (f"{context.tier.exit_grace} s" if grace < file_deadline
+                 else f"the tier's limit ({context.tier.timeout} s)")
+        culprits.append(f"{file}::<process>: did not exit within {limit} after its tests finished (a thread or a "
+                        "child process it waits for); stopped, results kept, its stacks are in the log")
     record = FileRecord(
         file=file, module=module, exit_status=ending.status, signal=signals[0] if signals else None,
         duration=round(time.monotonic() - began, 3), counts=dict(sorted(counts.items())), jit=summary.jit,
         jit_error=summary.jit_error, contamination=summary.contamination,
         culprit="; ".join(culprits) or None, processes=summary.processes, restart=summary.restart,
         descendants=descendants.as_dict() if descendants else None,
+        stream_errors=_stream_errors(stream),
+        jit_processes=summary.jit_processes,
     )
     return FileOutcome(record, summary.results)
+
+
+def _stream_errors(stream: EventStream) -> tuple[str, ...]:
+    more = stream.error_count - len(stream.errors)
+    return (*stream.errors, *([f"... and {more} more"] if more else []))
 
 
 def _command(context: FileContext, file: str, targets: list[str]) -> list[str]:
@@ -205,23 +217,27 @@ class Ending:
 class FileProcess:
     """A test process of one file, and the pipe on which a warm host is told to fork again."""
 
-    def __init__(self, popen: subprocess.Popen[bytes], control: int) -> None:
+    def __init__(self, popen: subprocess.Popen[bytes], control: int, marks: dict[str, str]) -> None:
         self.popen = popen
         self.control = control  # write end; the host reads commands from its copy of the read end
         self.waiting = False  # a warm host is alive and waits to fork the next worker
+        self.marks = marks  # in the environment of every process of this file, descendants included
 
     @classmethod
-    def start(cls, command: list[str], context: FileContext, env: dict[str, str], module: str) -> FileProcess:
+    def start(cls, command: list[str], context: FileContext, env: dict[str, str], module: str,
+              marks: dict[str, str]) -> FileProcess:
+        """The test process, in a session of its own, killed by the kernel if this runner dies."""
         read, write = os.pipe()
         env = {**env, Env.CONTROL_FD: str(read)} if context.tier.restart == "warm" else env
         try:
             with open(context.run.log(module), "ab") as log:
                 popen = subprocess.Popen(command, cwd=context.tests_dir, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                         start_new_session=True, pass_fds=(read,))
+                                         start_new_session=True, pass_fds=(read,),
+                                         preexec_fn=processes.dying_with(os.getpid()))
         finally:
             os.close(read)
         LIVE.add(popen)
-        return cls(popen, write)
+        return cls(popen, write, marks)
 
     def resume(self) -> None:
         """Tell the waiting host to fork a worker that continues after what finished."""
@@ -233,12 +249,22 @@ class FileProcess:
         it left running."""
         os.close(self.control)
         how = "exited"
+        stray: set[int] = set()
         if not self._exited_within(max(0.0, deadline - time.monotonic())):
             how = "exit_timeout"
-            _signal_group(self.popen, signal.SIGKILL)
+            # SIGABRT, for faulthandler to write every thread's stack to the log: first to the
+            # descendants (a warm host's worker, which dies with its host, and the host then ends
+            # like it), then to whatever is left; SIGKILL if that is not enough.
+            stray = processes.descendants(self.popen.pid)
+            processes.kill(stray, signal.SIGABRT)
+            if not self._exited_within(KILL_GRACE_SECONDS if stray else 0):
+                _signal_group(self.popen, signal.SIGABRT)
+                if not self._exited_within(KILL_GRACE_SECONDS):
+                    _signal_group(self.popen, signal.SIGKILL)
             self.popen.wait()
         LIVE.discard(self.popen)
         _signal_group(self.popen, signal.SIGKILL)  # orphans: a test's children, a worker of a dead host
+        processes.kill(stray | processes.marked(self.marks))  # descendants in sessions of their own
         return Ending(how, self.popen.returncode)
 
     def watch(self, stream: EventStream, test_limit: int, file_deadline: float,
@@ -283,8 +309,10 @@ class FileProcess:
         """SIGABRT first, so faulthandler writes the hung stacks to the log; SIGKILL if that is not
         enough. Only the worker, when there is one: its host survives to fork the next (unless the
         host does not answer either)."""
+        if worker is not None and processes.parent_of(worker) != self.popen.pid:
+            worker = None  # the stream named a process that is not the host's child: signal only what is ours
         group = functools.partial(_signal_group, self.popen)
-        steps = [group, group] if worker is None else [functools.partial(_signal_pid, worker)] * 2 + [group]
+        steps = [group, group] if worker is None else [functools.partial(processes.kill, [worker])] * 2 + [group]
         for send, sig in zip(steps, (signal.SIGABRT, signal.SIGKILL, signal.SIGKILL)):
             send(sig)
             deadline = time.monotonic() + KILL_GRACE_SECONDS
@@ -311,13 +339,6 @@ class FileProcess:
 def _signal_group(process: subprocess.Popen[bytes], sig: signal.Signals) -> None:
     try:
         os.killpg(process.pid, sig)
-    except ProcessLookupError:
-        pass
-
-
-def _signal_pid(pid: int, sig: signal.Signals) -> None:
-    try:
-        os.kill(pid, sig)
     except ProcessLookupError:
         pass
 

@@ -28,7 +28,8 @@ import warnings
 from collections.abc import Callable
 from typing import NoReturn
 
-from harness.protocol import Env, Event
+from harness.protocol import Event
+from harness.run import processes
 
 _finished_fd: int | None = None  # in a worker: where to say the session finished
 _rerun_worker = False  # in a worker of a rerun host: nothing of it is needed once its session finished
@@ -39,9 +40,10 @@ _rerun_worker = False  # in a worker of a rerun host: nothing of it is needed on
 _FORK_SAFE_THREADS = {("pytest_rerunfailures", "ServerStatusDB.run_server")}
 
 
-def unsafe_to_fork() -> str | None:
-    """Why this process must not become a fork host now (None: it may)."""
-    if Env.CONTROL_FD not in os.environ:
+def unsafe_to_fork(control: str | None) -> str | None:
+    """Why this process must not become a fork host now (None: it may); `control` is the
+    descriptor the runner passed in HARNESS_CONTROL_FD (None: none)."""
+    if control is None:
         return "the tier asks for fresh processes"
     try:
         threads = len(os.listdir("/proc/self/task"))
@@ -59,15 +61,17 @@ def _fork_safe(thread: threading.Thread) -> bool:
     return (getattr(target, "__module__", None), getattr(target, "__qualname__", None)) in _FORK_SAFE_THREADS
 
 
-def serve(start_worker: Callable[[], None], emit: Callable[..., None]) -> None:
+def serve(control_fd: str, start_worker: Callable[[], None], emit: Callable[..., None]) -> None:
     """Fork workers until one finishes; returns only inside a worker, which then runs the tests."""
     global _finished_fd
-    control = os.fdopen(int(os.environ[Env.CONTROL_FD]), "r", encoding="utf-8")
+    control = os.fdopen(int(control_fd), "r", encoding="utf-8")
+    host = os.getpid()
     while True:
         _flush_streams()
         finished_read, finished_write = os.pipe()
         pid = _fork()
         if pid == 0:
+            processes.die_with_parent(host)  # a worker never outlives its host (nor so its runner)
             control.close()
             os.close(finished_read)
             _finished_fd = finished_write
@@ -85,11 +89,11 @@ def serve(start_worker: Callable[[], None], emit: Callable[..., None]) -> None:
         _end_like(status)
 
 
-def serve_reruns(start_worker: Callable[[], None], emit: Callable[..., None]) -> None:
+def serve_reruns(control_fd: str, start_worker: Callable[[], None], emit: Callable[..., None]) -> None:
     """A rerun host (confirmation, bisection): one worker per `run` command, each running the node
     ids its client wrote to the HARNESS_SELECT file, until the client says anything else or goes
     away. Returns only inside a worker, which then runs the tests."""
-    control = os.fdopen(int(os.environ[Env.CONTROL_FD]), "r", encoding="utf-8")
+    control = os.fdopen(int(control_fd), "r", encoding="utf-8")
     for line in control:
         if line.strip() != "run":
             break

@@ -13,7 +13,8 @@ import importlib.util
 import json
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -151,16 +152,57 @@ def snapshot() -> JitSnapshot:
 
 def compiled_now() -> int:
     """Compiled functions so far, without waiting for background compiles (cheap, may lag)."""
-    module = sys.modules.get("cinderx.jit")
-    if module is None or not module.is_available():
-        return 0
-    return len(module.get_compiled_functions())
+    jit = _running_jit()
+    return 0 if jit is None else len(jit.get_compiled_functions())
 
 
-def is_compiled(function: Callable[..., Any]) -> bool:
-    """True when `function` runs as JIT-compiled code (after pending background compiles)."""
-    jit = sys.modules.get("cinderx.jit")
-    if jit is None or not jit.is_available():
-        return False
+def compiled_functions() -> list[Callable[..., Any]]:
+    """Every function the JIT has compiled, after pending background compiles finished."""
+    jit = _running_jit()
+    if jit is None:
+        return []
     jit.wait_for_background_compiles()
+    return list(jit.get_compiled_functions())
+
+
+def _running_jit() -> Any:
+    """`cinderx.jit` when it is loaded with its native extension, else None."""
+    module = sys.modules.get("cinderx.jit")
+    return module if module is not None and module.is_available() else None
+
+
+def is_compiled(function: Callable[..., Any], wait: bool = True) -> bool:
+    """True when `function` runs as JIT-compiled code. `wait` first lets pending background
+    compiles finish; without it, a compile still queued reads as not compiled."""
+    jit = _running_jit()
+    if jit is None:
+        return False
+    if wait:
+        jit.wait_for_background_compiles()
     return bool(jit.is_jit_compiled(function))
+
+
+def uncompile(function: Callable[..., Any]) -> None:
+    """Throw `function`'s JIT code away: it runs interpreted until the JIT compiles it again."""
+    jit = _running_jit()
+    if jit is not None:
+        jit.wait_for_background_compiles()
+        jit.force_uncompile(function)
+
+
+@contextmanager
+def deoptimized() -> Iterator[None]:
+    """Every JIT-compiled function runs interpreted inside; CinderX puts their code back after."""
+    jit = _running_jit()
+    if jit is None:
+        yield
+        return
+    jit.wait_for_background_compiles()
+    with jit.pause(deopt_all=True):
+        yield
+
+
+def compiles_in_background() -> bool:
+    """Whether the JIT compiles on its background thread (so a compile can be queued, not done)."""
+    jit = _running_jit()
+    return jit is not None and bool(jit.get_background_compile())

@@ -12,6 +12,12 @@ What it does, driven by HARNESS_* environment variables set by the runner:
 
 Standard library only: it runs inside every configuration's interpreter. Without HARNESS_EVENTS
 (plain `pytest harness/smoke`) it records nothing and only applies the JIT request.
+
+The stream, the list of finished tests and the warm host's control descriptor belong to this
+process (and the workers it forks) alone: their variables are removed from the environment as
+the plugin loads, so a child process (a child pytest with this plugin, a script a test runs)
+neither writes the stream nor reads the runner's commands; a process forked by a test, which
+shares the open stream, writes nothing to it either.
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ from typing import IO, Any
 
 import pytest
 
-from harness.protocol import Activation, Env, Event, JitMode, Outcome, Request
+from harness.protocol import PRIVATE_ENV, Activation, Env, Event, JitMode, Outcome, Request
 from harness.run import descendant, forkserver, jit
 
 MAX_TEXT = 20_000  # characters of failure text kept per test: enough to classify, bounded on disk
@@ -34,29 +40,37 @@ JIT_COUNT_INTERVAL = 5.0  # seconds between compiled-function counts, so a crash
 
 
 class Recorder:
-    """Writes one JSON object per line; each line is flushed so it survives a crash of this process."""
+    """Writes one JSON object per line; each line is flushed so it survives a crash of this process.
+
+    Only its owner writes: the test process, or the worker a warm host forked (`owner` is reset
+    there); a copy of this process forked by a test stays silent."""
 
     def __init__(self, stream: IO[str] | None) -> None:
         self.stream = stream
+        self.owner = os.getpid()
         self.outcomes: dict[str, dict[str, Any]] = {}
         self.attempts: dict[str, list[str]] = {}
         self.last_jit_count = time.monotonic()
         self.children_ended: Callable[[], None] = lambda: None  # announces ended multiprocessing children
 
     def emit(self, event: str, **fields: Any) -> None:
-        if self.stream is not None:
+        if self.stream is not None and os.getpid() == self.owner:
             self.stream.write(json.dumps({"event": event, "time": time.time(), **fields}) + "\n")
             self.stream.flush()
 
 
 _request = Request.from_env()
+_private = {name: os.environ.pop(name, None) for name in PRIVATE_ENV}  # see the module's docstring
+if _private[Env.CONTROL_FD]:
+    os.set_inheritable(int(_private[Env.CONTROL_FD]), False)  # no program a test runs gets the runner's commands
 _recorder = Recorder(None)
 _restart = "fresh"  # "warm" when this process forks its tests' workers, else "fresh: <why>"
+_collected = False  # collection finished in this process (or in the warm host it was forked from)
 
 
 def pytest_configure(config: pytest.Config) -> None:
     global _recorder
-    path = os.environ.get(Env.EVENTS)
+    path = _private[Env.EVENTS]
     _recorder = Recorder(open(path, "a", encoding="utf-8", buffering=1) if path else None)
     contamination = jit.cinderx_origin() if _request.mode == JitMode.ABSENT else None
     _recorder.emit(Event.SESSION_START, pid=os.getpid(), jit_request=_request.__dict__, contamination=contamination)
@@ -101,7 +115,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 def _leave_out_finished(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Leave out tests an earlier process of this file already finished (or crashed in)."""
-    path = os.environ.get(Env.DESELECT)
+    path = _private[Env.DESELECT]
     if not path or not os.path.exists(path):
         return
     with open(path, encoding="utf-8") as handle:
@@ -113,7 +127,8 @@ def _leave_out_finished(config: pytest.Config, items: list[pytest.Item]) -> None
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
-    global _restart
+    global _restart, _collected
+    _collected = True
     _recorder.emit(Event.COLLECTED, count=len(session.items))
     why_not = _why_not_warm(session)
     _restart = f"fresh: {why_not}" if why_not else "warm"
@@ -131,39 +146,40 @@ def _why_not_warm(session: pytest.Session) -> str | None:
         return "collection only"
     if session.config.pluginmanager.hasplugin("dsession"):
         return "pytest-xdist runs the tests"
-    if Env.JIT_SETTINGS in os.environ and jit.cinderx_loaded():
+    if _private[Env.JIT_SETTINGS] and jit.cinderx_loaded():
         return f"{jit.cinderx_loaded()} was imported during collection: a fork cannot change CinderX's settings"
-    return forkserver.unsafe_to_fork()
+    return forkserver.unsafe_to_fork(_private[Env.CONTROL_FD])
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtestloop(session: pytest.Session) -> bool | None:
     """In a warm host, returns only inside a forked worker, which then runs pytest's own loop.
     A rerun host that cannot fork runs nothing: its client reruns in fresh processes instead."""
-    rerun_host = Env.SELECT in os.environ
+    rerun_host = _private[Env.SELECT] is not None
     if _restart == "warm":
         session.config.get_terminal_writer().flush()
         serve = forkserver.serve_reruns if rerun_host else forkserver.serve
-        serve(lambda: _start_worker(session), _recorder.emit)
+        serve(_private[Env.CONTROL_FD], lambda: _start_worker(session), _recorder.emit)
     elif rerun_host:
         return True
     return None
 
 
 def _start_worker(session: pytest.Session) -> None:
+    _recorder.owner = os.getpid()
     _recorder.emit(Event.WORKER_START, pid=os.getpid())
     capture = session.config.pluginmanager.getplugin("capturemanager")
     if capture is not None and capture.is_globally_capturing():
         capture.read_global_capture()  # drop what a dead worker wrote into the shared capture file
     _leave_out_finished(session.config, session.items)
     _keep_selected(session.config, session.items)
-    settings = os.environ.get(Env.JIT_SETTINGS)
+    settings = _private[Env.JIT_SETTINGS]
     _switch_jit(jit.load_settings(settings) if settings else None)
 
 
 def _keep_selected(config: pytest.Config, items: list[pytest.Item]) -> None:
     """In a rerun host's worker: only the node ids its client asked for, in collection order."""
-    path = os.environ.get(Env.SELECT)
+    path = _private[Env.SELECT]
     if not path:
         return
     with open(path, encoding="utf-8") as handle:
@@ -173,8 +189,11 @@ def _keep_selected(config: pytest.Config, items: list[pytest.Item]) -> None:
 
 
 def _switch_jit(settings_error: str | None = None) -> None:
+    """Apply the JIT request; record what CinderX reports before and after (validity compares them)."""
+    before = jit.snapshot()
     error = "; ".join(filter(None, [settings_error, jit.apply(_request)])) or None
-    _recorder.emit(Event.JIT_APPLIED, error=error, state=jit.snapshot().as_dict())
+    _recorder.emit(Event.JIT_APPLIED, error=error, state=jit.snapshot().as_dict(), collected=_collected,
+                   compiled_before=before.compiled)
     if _request.mode != JitMode.ABSENT:  # the processes the tests start get the same JIT, and prove it
         _recorder.children_ended = descendant.engage_descendants(_recorder.emit)
 

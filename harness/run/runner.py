@@ -12,6 +12,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
@@ -28,7 +29,8 @@ from harness.protocol import Env
 from harness.record.fingerprint import PER_RUN_FOLDERS, describe_interpreter, environment_fingerprint, sources_identity
 from harness.record.model import FileRecord, RunRecord
 from harness.record.store import RunDirectory, new_run_directory
-from harness.run.filerun import LIVE, FileContext, run_file
+from harness.run import processes
+from harness.run.filerun import LIVE, POLL_SECONDS, FileContext, run_file
 from harness.run.progress import RunProgress
 from harness.run.schedule import earlier_durations, longest_first
 
@@ -48,6 +50,7 @@ class RunRequest:
     shard: str | None = None
     absent: tuple[str, ...] = ()  # files the tier names that the tests directory lacks (recorded, announced)
     entries: tuple[str, ...] = ()  # PyTorch database entries the bundled suites are narrowed to (--select NAME)
+    stages: tuple[str, ...] = ()  # the tier's stages this run selected (--stage)
 
 
 def group_targets(targets: tuple[str, ...]) -> dict[str, list[str]]:
@@ -66,11 +69,8 @@ def execute(request: RunRequest, announce: Callable[[str], None] | None = None) 
     any file can finish. If it cannot be made, the test processes are stopped and the run
     directory is removed."""
     grouped = group_targets(request.targets)
-    for file in grouped:
-        if not (request.tests_dir / file).is_file():
-            raise HarnessError(f"--select: {file} not found under {request.tests_dir}")
-    if not os.access(request.python, os.X_OK):
-        raise HarnessError(f"interpreter {request.python} cannot be started: not an executable file")
+    _check_targets(request.tests_dir, grouped, "--select")
+    _require_interpreter(request.python)
     config = request.configuration
     started = datetime.now(timezone.utc)
     run = new_run_directory(request.results_root, config.name, request.tier.name, request.shard, started)
@@ -85,13 +85,33 @@ def execute(request: RunRequest, announce: Callable[[str], None] | None = None) 
             return run.root
         context = FileContext(request.python, request.tests_dir, request.tier, config, run, env)
         order = longest_first(list(grouped), earlier_durations(request.results_root, request.tier.name))
-        with ThreadPoolExecutor(max_workers=1) as background:
+        with run.hold(), ThreadPoolExecutor(max_workers=1) as background:
             record = background.submit(_first_record, request, run, env, started, list(grouped))
             _run_files(context, record, {file: grouped[file] for file in order}, request.jobs, announce)
     except HarnessError:
         shutil.rmtree(run.root, ignore_errors=True)
         raise
     return run.root
+
+
+def _require_interpreter(python: str) -> None:
+    if not python or not os.access(python, os.X_OK) or not os.path.isfile(python):
+        raise HarnessError(f"interpreter {python or '(none recorded)'} cannot be started: not an executable file")
+
+
+def _check_targets(tests_dir: Path, grouped: dict[str, list[str]], where: str) -> None:
+    """Every file to run exists inside the tests directory (a selection, or a record's targets)."""
+    for file in grouped:
+        if not _inside(tests_dir, file):
+            raise HarnessError(f"{where}: {file} is outside the tests directory {tests_dir}")
+        if not (tests_dir / file).is_file():
+            raise HarnessError(f"{where}: {file} not found under {tests_dir}")
+
+
+def _inside(tests_dir: Path, file: str) -> bool:
+    """A target file is a relative path that stays inside the tests directory (after '..' is applied)."""
+    path, base = Path(file), Path(os.path.normpath(tests_dir))
+    return not path.is_absolute() and Path(os.path.normpath(base / path)).is_relative_to(base)
 
 
 def _first_record(request: RunRequest, run: RunDirectory, env: dict[str, str], started: datetime,
@@ -113,6 +133,7 @@ def _first_record(request: RunRequest, run: RunDirectory, env: dict[str, str], s
         command=list(request.command),
         targets=request.targets,
         shard=request.shard,
+        stages=request.stages,
         python=request.python,
         absent=request.absent,
         entries=request.entries,
@@ -151,20 +172,39 @@ def resume(run_dir: Path, configuration: Configuration, tier: Tier, jobs: int,
            announce: Callable[[str], None] | None = None) -> Path:
     """Continue an interrupted run: finished files stay, the rest run (after their last finished test)."""
     run = RunDirectory(run_dir)
-    record = run.read_record()
-    if record.status == "complete":
-        raise HarnessError(f"{run_dir}: the run is complete; nothing to resume")
-    grouped = group_targets(record.targets)
-    finished = {f.file for f in record.files}
-    pending = {file: targets for file, targets in grouped.items() if file not in finished}
-    context = FileContext(record.python, Path(record.tests_dir), tier, configuration, run,
-                          child_environment(configuration, tier, run, record.entries))
-    record = replace(record, status="running", finished=None)
-    run.write_record(record)
-    written: Future[RunRecord] = Future()
-    written.set_result(record)
-    _run_files(context, written, pending, jobs, announce)
+    with run.hold():
+        _refuse_while_alive(run)
+        record = run.read_record()
+        if record.status == "complete":
+            raise HarnessError(f"{run_dir}: the run is complete; nothing to resume")
+        _require_interpreter(record.python)
+        grouped = group_targets(record.targets)
+        _check_targets(Path(record.tests_dir), grouped, f"{run.record_path}: targets")
+        finished = {f.file for f in record.files}
+        pending = {file: targets for file, targets in grouped.items() if file not in finished}
+        context = FileContext(record.python, Path(record.tests_dir), tier, configuration, run,
+                              child_environment(configuration, tier, run, record.entries))
+        record = replace(record, status="running", finished=None)
+        run.write_record(record)
+        written: Future[RunRecord] = Future()
+        written.set_result(record)
+        _run_files(context, written, pending, jobs, announce)
     return run.root
+
+
+ALIVE_WAIT_SECONDS = 5.0  # for processes of a killed runner that the kernel is still ending
+
+
+def _refuse_while_alive(run: RunDirectory) -> None:
+    """A resume beside processes of the same run (a killed runner's, or what its tests started)
+    would run the same tests twice, at once: it waits a moment for them to go, then refuses."""
+    deadline = time.monotonic() + ALIVE_WAIT_SECONDS
+    while alive := sorted(processes.marked(processes.marks(run.root))):
+        if time.monotonic() > deadline:
+            listed = " ".join(map(str, alive[:10]))
+            raise HarnessError(f"{run.root}: {len(alive)} process(es) of this run still alive (pid {listed}): "
+                               f"end them (kill {listed}) or wait for them, then resume")
+        time.sleep(POLL_SECONDS)
 
 
 def _run_files(context: FileContext, record: Future[RunRecord], pending: dict[str, list[str]], jobs: int,
@@ -208,6 +248,7 @@ def _run_files(context: FileContext, record: Future[RunRecord], pending: dict[st
     except KeyboardInterrupt:
         LIVE.stop()  # kills the test processes; their files stay unfinished, to resume
         pool.shutdown(wait=True, cancel_futures=True)
+        processes.kill(processes.marked(processes.marks(context.run.root)))  # and what their tests started
         write(status="interrupted", finished=_now())
         progress.announce(f"interrupted: {len(files)} files recorded in {context.run.root}; "
                           f"continue with: python -m harness run --resume {context.run.root}")
@@ -215,6 +256,7 @@ def _run_files(context: FileContext, record: Future[RunRecord], pending: dict[st
     except HarnessError:
         LIVE.stop()
         pool.shutdown(wait=True, cancel_futures=True)
+        processes.kill(processes.marked(processes.marks(context.run.root)))
         raise
     pool.shutdown()
     write(status="complete", finished=_now())

@@ -11,6 +11,7 @@ import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from harness.arguments import path_argument
 from harness.errors import HarnessError
 from harness.exits import ExitStatus
 from harness.scan.catalog import CATALOG
@@ -47,7 +48,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     scan.add_argument("--seed", type=int, default=0, help="seed for weights and inputs (default 0)")
     scan.add_argument("--max-cases", type=int, default=DEFAULT_MAX_CASES, metavar="N",
                       help=f"at most N cases, every distinct op first (default {DEFAULT_MAX_CASES})")
-    scan.add_argument("--output", type=Path, metavar="FILE",
+    scan.add_argument("--output", type=path_argument, metavar="FILE",
                       help=f"where to write the manifest (default {MANIFEST_FOLDER}/NAME.yaml)")
     scan.add_argument("--no-verify", action="store_true",
                       help="do not run each case once through the op-manifest runner before writing")

@@ -2,51 +2,15 @@
 
 Matching numbers alone prove nothing (eager fallback gives the same numbers), so a counting
 backend proves dynamo captured a graph and that the compiled graph is what ran; then the JIT
-must still be on and still compiling new functions afterwards.
+must still be on and still compiling new functions afterwards. The matrix of JIT states x kinds
+of callable is harness/interop/test_matrix.py.
 """
 
 import torch
 
+from harness.interop.backend import CountingBackend
 from harness.run import jit
 from harness.smoke.jitcheck import jit_disengaged, jit_on, make_hot, require_compiled
-
-
-class CountingBackend:
-    """A torch.compile backend that records captures and every execution of the compiled graph."""
-
-    def __init__(self) -> None:
-        self.captured = 0
-        self.executed = 0
-        self.jit_enabled_while_capturing: list[bool] = []
-
-    def __call__(self, graph_module: torch.fx.GraphModule, example_inputs):
-        self.captured += 1
-        self.jit_enabled_while_capturing.append(jit.snapshot().enabled)
-        ops = [node.target for node in graph_module.graph.nodes if node.op == "call_function"]
-        assert ops, "dynamo captured an empty graph"
-
-        def run(*args):
-            self.executed += 1
-            return graph_module.forward(*args)
-
-        return run
-
-
-def test_compiled_graph_runs_and_matches_eager():
-    torch._dynamo.reset()
-    backend = CountingBackend()
-
-    def f(x):
-        return x * 2 + 1
-
-    compiled = torch.compile(f, backend=backend, fullgraph=True)
-    x = torch.randn(10)
-    result = compiled(x)
-    assert backend.captured == 1, "dynamo did not capture a graph: the call ran eagerly"
-    assert backend.executed == 1, "the compiled graph did not run"
-    torch.testing.assert_close(result, x * 2 + 1)
-    compiled(torch.randn(10))
-    assert (backend.captured, backend.executed) == (1, 2), "a second call recompiled or bypassed the graph"
 
 
 def test_aot_eager_training_step_matches_eager_gradients():

@@ -15,11 +15,12 @@ from pathlib import Path
 
 import pytest
 
+from harness.compare import known
 from harness.compare.diff import compare
 from harness.record.store import load_side
 from harness.report import html
 from harness.record.culprits import Culprit, CulpritFunction, CulpritStatus
-from harness.report.model import History, KnownEntry, Since, Trend, TrendPoint, build
+from harness.report.model import History, Since, Trend, TrendPoint, build
 from tests.browser.conftest import harness
 from tests.conftest import FIXTURES, run_fixtures
 from tests.unit.test_perf_report import run_directory, suite_file
@@ -66,8 +67,12 @@ def annotated(baseline: Path, candidate: Path):
     """The valid diff with the optional parts other producers add: known regressions, a culprit, history."""
     comparison = compare(load_side(baseline), load_side(candidate))
     label = comparison.candidate
-    known = [KnownEntry("test_ops::test_add_is_right", "wrong rounding in add, upstream bug", link="https://example.org/1"),
-             KnownEntry("test_ops::test_sub_is_right", "fixed by the last release")]
+    entries = baseline.parent.parent / "known.yaml"
+    entries.write_text("known_regressions:\n  fixture:\n"
+                       "    - {test: 'test_ops::test_add_is_right', reason: 'wrong rounding in add, upstream bug',"
+                       " link: 'https://example.org/1'}\n"
+                       "    - {test: 'test_ops::test_mul_is_right', reason: fixed by the last release}\n")
+    comparison = known.classify(comparison, known.load(entries), load_side(candidate).results)
     culprit = Culprit(CulpritStatus.FOUND, (CulpritFunction("test_crash:test_crashes", "test_crash.py", 7,
                                                             inlined=("test_crash:helper",)),),
                       passes=("InlineFunctionCalls",), jit_list="culprits/test_crashes.jitlist",
@@ -77,7 +82,7 @@ def annotated(baseline: Path, candidate: Path):
                                for n, (regressions, flaky) in enumerate(((0, 1), (2, 1), (4, 0)), 1)))
     history = History(trends=(trend,), new_since=(Since(label, "test_crash::test_crashes", "run 2"),),
                       recovered=(Since(label, "test_ops::test_mul_is_right", "run 3"),))
-    return build([comparison], known=known, culprits={(label, "test_crash::test_crashes"): culprit}, history=history)
+    return build([comparison], culprits={(label, "test_crash::test_crashes"): culprit}, history=history)
 
 
 def data(folder: Path):
@@ -104,8 +109,8 @@ def test_valid_report_shows_the_verdict_counts_heatmap_and_every_finding(reports
     summary = report["summary"]
     assert shown_counts(opened) == {"regressions": summary["regressions"], "confirmed": summary["confirmed"],
                                     "fixes": summary["fixes"], "flaky": summary["flaky"], "new": summary["new"],
-                                    "missing": summary["missing"]} == {
-        "regressions": 3, "confirmed": 3, "fixes": 0, "flaky": 1, "new": 0, "missing": 0}
+                                    "missing": summary["missing"], "known": summary["known_regressions"]} == {
+        "regressions": 3, "confirmed": 3, "fixes": 0, "flaky": 1, "new": 0, "missing": 0, "known": 0}
     cells = page.locator("table.heatmap td.heat")
     assert cells.count() == len(report["modules"]) == 4
     regressions = {m["module"]: m["regressions"] for m in report["modules"]}
@@ -218,7 +223,7 @@ def test_known_culprit_and_history_parts_show_where_they_belong(reports, open_re
     assert crash.locator("[data-field=new_since]").inner_text() == "new since run 2"
     crash.locator("button[data-copy=culprit_reproducer]").click()
     page.wait_for_function("async () => (await navigator.clipboard.readText()).includes('CINDERX_JIT_LIST_FILE=culprit.jitlist')")
-    assert page.locator("#known-fixed + p + table tbody tr td code").all_inner_texts() == ["test_ops::test_sub_is_right"]
+    assert page.locator("#known-fixed + p + table tbody tr td code").all_inner_texts() == ["test_ops::test_mul_is_right"]
     assert page.locator("#history figure svg").count() == 1
     assert page.locator("#history table code").all_inner_texts() == ["test_ops::test_mul_is_right"]
     opened.screenshot("annotated")

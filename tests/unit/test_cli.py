@@ -1,6 +1,7 @@
 """`python -m harness` as users and other tools call it: exit statuses and one-line errors."""
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -33,12 +34,13 @@ def test_diff_of_pytest_junit_directories_finds_the_regression(tmp_path):
     assert report["regressions"][0]["test"].endswith("test_outcomes::test_passes")
     # plain pytest JUnit: the module comes from the classname (pytest's rootdir is this repository)
     assert report["modules"][0] == {"module": "tests.fixtures.outcomes.test_outcomes", "baseline": {"passed": 3}, "candidate": {"failed": 1, "passed": 2},
-                                    "jit_compiled": None, "regressions": 1, "vacuous": False}
+                                    "jit_compiled": None, "regressions": 1, "known_regressions": 0, "vacuous": False}
 
 
 def test_same_junit_against_itself_exits_zero_and_writes_every_format(tmp_path):
     side = pytest_junit(tmp_path, "side", "test_outcomes.py", "-k", "not second_attempt")
-    done = harness("diff", side, side, "--format", "md", "json", "html", "--out", tmp_path / "out")
+    copy = shutil.copytree(side, tmp_path / "copy")  # the same folder twice is refused: it proves nothing
+    done = harness("diff", side, copy, "--format", "md", "json", "html", "--out", tmp_path / "out")
     assert done.returncode == 0, done.stderr
     # pytest writes a non-strict xpass as a plain pass, so plain JUnit shows it among the passes
     assert "| tests.fixtures.outcomes.test_outcomes | 4/1/1/1/1 | 4/1/1/1/1 | — | 0 |" in (tmp_path / "out" / "report.md").read_text()
@@ -50,7 +52,7 @@ def test_unreadable_input_is_exit_3_with_the_file_named(tmp_path):
     bad = tmp_path / "bad"
     bad.mkdir()
     (bad / "broken.xml").write_text("<testsuite><testcase name='x'")
-    done = harness("diff", bad, bad)
+    done = harness("diff", bad, shutil.copytree(bad, tmp_path / "copy"))
     assert done.returncode == 3
     assert done.stderr.strip().count("\n") == 0 and "broken.xml" in done.stderr
     assert "Traceback" not in done.stderr

@@ -38,10 +38,10 @@ def test_user_file_adds_an_existing_interpreter_without_venv(tmp_path):
     python = tmp_path / "vendor-python"
     python.write_text("")
     user = write(tmp_path, f"configurations:\n  vendor:\n    python: {python}\n    venv: false\n    jit: on\n"
-                           "    env: {PYTHONJITLISTALL: 0, FLAG: yes}\n")
+                           "    env: {PYTHONJITDEBUG: 0, FLAG: yes}\n")
     vendor = load_catalog(user).get("vendor")
     assert (vendor.venv, vendor.jit, vendor.threshold) == (False, "on", 1000)
-    assert vendor.env == {"PYTHONJITLISTALL": "0", "FLAG": "1"}
+    assert vendor.env == {"PYTHONJITDEBUG": "0", "FLAG": "1"}
     assert "stock" in load_catalog(user).configurations  # shipped entries stay
 
 
@@ -59,12 +59,23 @@ def test_user_file_adds_an_existing_interpreter_without_venv(tmp_path):
      "user.yaml:3: configuration 'mine': venv: false needs 'python' to be an interpreter's path"),
     ("configurations:\n  mine: [1, 2\n", "user.yaml:3: invalid YAML"),
     ("toolchain: x\n", "user.yaml:1: configurations file: unknown key 'toolchain'"),
+    ("configurations:\n  mine:\n    python: '3.14'\n    env:\n      OMP_NUM_THREADS: 1\n      PYTHONJITLISTALL: 0\n",
+     "user.yaml:6: configuration 'mine': env: CinderX does not know 'PYTHONJITLISTALL' and would ignore it "
+     "(its variables: cinderx_variables.txt)"),
+    ("configurations:\n  mine:\n    python: '3.14'\n    env: {CINDERX_JIT_TRESHOLD: 5}\n",
+     "user.yaml:4: configuration 'mine': env: CinderX does not know 'CINDERX_JIT_TRESHOLD'"),
 ])
 def test_bad_configuration_data_is_one_line_naming_file_line_and_key(tmp_path, text, message):
     with pytest.raises(HarnessError) as error:
         load_catalog(write(tmp_path, text))
     assert message in str(error.value)
     assert "\n" not in str(error.value)
+
+
+def test_cinderx_variables_it_knows_are_accepted_in_every_spelling(tmp_path):
+    user = write(tmp_path, "configurations:\n  mine:\n    python: '3.14'\n    env: {CINDERX_JIT_COMPILE_N_CALLS: 5, "
+                           "PYTHONJITCOMPILENCALLS: 5, PYTHONJITLISTFILE: /l, CINDERX_DISABLE: 1, CINDERXY: 1}\n")
+    assert len(load_catalog(user).get("mine").env) == 5
 
 
 def test_environment_variable_names_the_user_file(tmp_path, monkeypatch):

@@ -97,6 +97,10 @@ def test_classification_hints():
     assert classify("timeout", "timed out") == "timeout"
     assert classify("error", "collection error: ImportError") == "infrastructure (collection or import)"
     assert classify("crashed", "process died with SIGBUS while running x") == "crash (SIGBUS)"
+    assert classify("failed", "AssertionError: dynamo captured no graph of f: torch.compile's callable ran it "
+                              "eagerly (silent fallback)") == "torch.compile fell back to eager"
+    assert classify("failed", "RuntimeError: torch.compile with fullgraph=True found no compiled frames. "
+                              "Compilation was not attempted") == "torch.compile fell back to eager"
     assert classify("failed", "urllib.error.URLError: <urlopen error [Errno -2] Name or service not known>") \
         == "network (no network access)"
     assert classify("error", "requests.exceptions.ConnectionError: HTTPSConnectionPool(host='x', port=443): "

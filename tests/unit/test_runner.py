@@ -167,7 +167,7 @@ def test_results_are_written_when_the_session_ends_even_if_the_process_never_exi
     [record] = run.read_record().files
     assert record.counts == {"passed": 2}
     assert "did not exit within the tier's limit (6 s) after its tests finished" in record.culprit
-    assert record.exit_status == -9 and record.duration < 30
+    assert record.exit_status == -6 and record.duration < 30  # SIGABRT: faulthandler dumped its stacks
 
 
 def test_stress_tier_reproducer_passes_without_a_jit(tmp_path):

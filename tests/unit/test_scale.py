@@ -1,13 +1,11 @@
 """Interrupts and --resume, parallel files, shards and stages, through `python -m harness run`."""
 
-import json
 import os
 import signal
 import subprocess
 import sys
 import time
 from collections import Counter
-from pathlib import Path
 
 import pytest
 
@@ -122,7 +120,7 @@ def test_p3_stage_selects_the_files_of_seed_003(tmp_path):
     [(_, record)] = find_runs(tmp_path / "results")
     assert sorted(f.file for f in record.files) == ["inductor/test_codecache.py", "inductor/test_pad_mm.py"]
     assert set(get_tier("p3").stages) == {"capture", "normalize", "post-grad", "ir", "codegen", "runtime",
-                                          "caching", "cross-cutting"}
+                                          "caching", "cross-cutting", "interop"}
     bad = subprocess.run([sys.executable, "-m", "harness", "run", "--config", "stock", "--tier", "p3", "--tests-dir",
                           str(tmp_path), "--stage", "lowering"], capture_output=True, text=True)
     assert bad.returncode == 3 and "--stage lowering: tier 'p3' has no such stage" in bad.stderr

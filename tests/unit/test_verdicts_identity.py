@@ -34,7 +34,7 @@ def make_run(results: Path, config: str, threshold: int | None, modules: dict[st
                  for name, outcome in outcomes.items()]
         write_suite(run.junit(module), module, tests, {"file": f"{module}.py"}, {})
         files.append(FileRecord(file=f"{module}.py", module=module, exit_status=0, signal=None, duration=1.0, counts={},
-                                jit={"compiled": compiled} if jit == "on" else None))
+                                jit={"compiled": compiled, "enabled": True, "threshold": threshold} if jit == "on" else None))
     run.write_record(RunRecord(
         configuration={"name": config, "jit": jit}, tier="p1", threshold=threshold, interpreter={},
         versions={"torch": "2.13.0", "python": python}, fingerprint={}, tests_dir="/t",

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from harness.arguments import path_argument
 from harness.compare.replay import RERUN_TIMEOUT
 from harness.errors import HarnessError
 from harness.exits import ExitStatus
@@ -35,7 +36,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                     "functions whose compilation makes it fail, the HIR passes that matter, and a reproducer "
                     "(a JIT list file in the run directory and a command). Results go into the run directory; "
                     "diff shows them.")
-    culprit.add_argument("source", type=Path, metavar="RUN_DIR_OR_REPORT",
+    culprit.add_argument("source", type=path_argument, metavar="RUN_DIR_OR_REPORT",
                          help="a run directory of a JIT configuration, or a report.json written by diff")
     culprit.add_argument("--test", action="append", default=[], metavar="ID",
                          help="only this test (classname::name or node id); repeatable. In a run directory: any "

@@ -1,0 +1,16 @@
+"""Argument types shared by every command's parser: the one place a path option is read.
+
+An empty path (`--results ""`, an unset shell variable) means the current directory to `Path`;
+writing a run or a report there by accident is never what was meant, so it is refused (exit 3).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def path_argument(text: str) -> Path:
+    if not text.strip():
+        raise argparse.ArgumentTypeError("an empty path (write '.' for the current directory)")
+    return Path(text)
