@@ -320,3 +320,12 @@ def test_a_report_gives_its_confirmed_regressions_crashes_and_timeouts_with_thei
     path.write_text(json.dumps(report))
     with pytest.raises(HarnessError, match="no .candidate_runs. in the report"):
         targets.from_report(path, [])
+
+
+def test_every_cinderx_setting_the_search_uses_is_one_cinderx_knows(tmp_path: Path):
+    """CinderX ignores variables it does not know: a misspelled setting would probe nothing."""
+    from harness.configure import cinderx_variables
+
+    used = {*cinderx.settings(tmp_path / "l", tmp_path / "j", "Simplify"), *cinderx.settings(tmp_path / "l", inliner_only=True),
+            *cinderx.PASSES.values()}
+    assert used - cinderx_variables.known() == set()
