@@ -25,6 +25,7 @@ from tests.e2e.test_cinderx_end_to_end import ROOT, harness, nox, only_run, sess
 pytestmark = pytest.mark.e2e
 FIXTURES = ROOT / "tests" / "fixtures" / "culprit"
 INJECTED = "test_injected.py::test_scale_must_stay_interpreted"
+QUIET = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}  # no third-party plugins: a fresh rerun starts in a second
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +38,7 @@ def sessions() -> None:
 def run(config: str, results: Path, select: str, env: dict[str, str] | None = None) -> Path:
     python = session_python("stock-p0" if config == "stock" else "cinderx-jit-p0")
     done = harness(python, "run", "--config", config, "--tier", "p0", "--tests-dir", str(FIXTURES), "--select", select,
-                   "--results", str(results), env=env)
+                   "--results", str(results), env={**QUIET, **(env or {})})
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     return only_run(results)
 
@@ -49,7 +50,7 @@ def injected(sessions: None, tmp_path_factory: pytest.TempPathFactory) -> dict[s
     runs = {config: run(config, root / config, "test_injected.py") for config in ("stock", "cinderx-jit")}
     reports = root / "reports"
     done = harness(sys.executable, "diff", str(runs["stock"]), str(runs["cinderx-jit"]), "--culprit", "--jobs", "2",
-                   "--format", "md", "json", "html", "--out", str(reports))
+                   "--format", "md", "json", "html", "--out", str(reports), env=QUIET)
     assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-3000:]
     return {**runs, "reports": reports}
 
@@ -74,12 +75,13 @@ def test_injected_failure_is_traced_to_the_exact_function_with_a_reproducer(inje
 
 def test_the_reproducer_fails_with_its_jit_list_and_passes_without_it(injected: dict[str, Path], tmp_path: Path):
     culprit = json.loads((injected["reports"] / "report.json").read_text())["regressions"][0]["culprit"]
-    with_it = subprocess.run(["/bin/sh", "-c", culprit["reproducer"]], capture_output=True, text=True)
+    with_it = subprocess.run(["/bin/sh", "-c", culprit["reproducer"]], capture_output=True, text=True,
+                             env={**os.environ, **QUIET})
     assert with_it.returncode == 1 and "scale ran as JIT-compiled code" in with_it.stdout, with_it.stdout[-2000:]
     empty = tmp_path / "empty.jitlist"
     empty.write_text("")
     without = subprocess.run(["/bin/sh", "-c", culprit["reproducer"].replace(culprit["jit_list"], str(empty))],
-                             capture_output=True, text=True)
+                             capture_output=True, text=True, env={**os.environ, **QUIET})
     assert without.returncode == 0, without.stdout[-2000:]
 
 
@@ -94,10 +96,12 @@ def test_every_report_form_shows_the_culprit(injected: dict[str, Path]):
     assert findings[0]["culprit_reproducer"].startswith("env CINDERX_JIT_LIST_FILE=")
 
 
-def test_a_jit_list_loaded_in_a_fork_restricts_compilation_as_one_given_at_start_up(injected: dict[str, Path],
-                                                                                    tmp_path: Path):
+def test_a_jit_list_loaded_in_a_fork_restricts_compilation_as_one_given_at_start_up(
+        injected: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     """The warm path's claim, read back from CinderX: the same functions compile in a fork of a
     collected host that loads the list before it engages the JIT as in a process started with it."""
+    for name, value in QUIET.items():
+        monkeypatch.setenv(name, value)
     side = load_side(injected["cinderx-jit"])
     result = next(r for r in side.results if r.nodeid == INJECTED)
     jit_list = tmp_path / "two.jitlist"
@@ -115,7 +119,7 @@ def test_a_jit_list_loaded_in_a_fork_restricts_compilation_as_one_given_at_start
 
 
 def test_a_failure_in_half_of_the_probes_is_reported_flaky_not_followed(sessions: None, tmp_path: Path):
-    env = {"CULPRIT_FIXTURE_COUNTER": str(tmp_path / "counter")}
+    env = {**QUIET, "CULPRIT_FIXTURE_COUNTER": str(tmp_path / "counter")}
     jit_run = run("cinderx-jit", tmp_path / "results", "test_half.py", env)
     done = harness(sys.executable, "culprit", str(jit_run), "--test", "test_half.py::test_half", "--probes", "2",
                    env=env)
