@@ -26,6 +26,7 @@ from harness.compare.culprit import command as culprit_command
 from harness.errors import HarnessError
 from harness.exits import ExitStatus
 from harness.perf import command as perf_command
+from harness.record import command as record_command
 from harness.run import command as run_command
 from harness.scan import command as scan_command
 
@@ -41,6 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
                      description="Differential test harness for PyTorch under Python runtimes and JITs.")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     run_command.add_commands(commands)
+    record_command.add_commands(commands)
     compare_command.add_commands(commands)
     culprit_command.add_commands(commands)
     scan_command.add_commands(commands)

@@ -7,18 +7,22 @@ a comparison runs: every other harness command, and `--help`, starts without the
 from __future__ import annotations
 
 import argparse
+import json
 import sys
+from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harness.compare.culprit.command import add_search_options, positive
-from harness.compare.replay import RERUN_TIMEOUT
 from harness.arguments import path_argument
+from harness.compare.culprit.command import add_search_options, positive
+from harness.compare.history import WINDOW
+from harness.compare.replay import RERUN_TIMEOUT
 from harness.errors import HarnessError
 from harness.exits import ExitStatus
 from harness.report import FORMATS, unavailable
 
 if TYPE_CHECKING:
+    from harness.compare.history import History, Series
     from harness.perf.compare import PerfComparison
     from harness.record.store import Side
 
@@ -64,6 +68,17 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                          help="known regressions that add to (per configuration: replace) the shipped "
                               "harness/configure/data/known_regressions.yaml (default: $HARNESS_KNOWN_REGRESSIONS); "
                               "they are reported apart and do not count in the exit status")
+    history = commands.add_parser("history", help="trends, new failures, recoveries, slower and flaky tests over the "
+                                                  "runs in the results database")
+    history.add_argument("--results", type=Path, help="results root (default: $HARNESS_RESULTS or ./results); "
+                                                      "$HARNESS_DB names another database")
+    history.add_argument("--last", type=positive, default=WINDOW, metavar="N",
+                         help=f"runs of each series to look back over (default: {WINDOW})")
+    history.add_argument("--config", help="only this configuration")
+    history.add_argument("--tier", help="only this tier")
+    history.add_argument("--test", metavar="TEXT", help="also show the timeline of every test whose name contains TEXT")
+    history.add_argument("--format", choices=("md", "json"), default="md", help="Markdown (default) or JSON")
+    history.set_defaults(handler=_history)
 
 
 def _check_formats(args: argparse.Namespace) -> None:
@@ -157,7 +172,7 @@ def _report(pairs: list[tuple[Side, Side]], args: argparse.Namespace, perf: Perf
     from harness.compare.validity import Allowances
     from harness.configure.configurations import load_catalog
     from harness.report.merged_junit import write_merged
-    from harness.report.model import build
+    from harness.report.model import build, history_part
     from harness.report.output import deliver
 
     _check_outputs(args)
@@ -169,18 +184,64 @@ def _report(pairs: list[tuple[Side, Side]], args: argparse.Namespace, perf: Perf
     for baseline, candidate in pairs:
         comparison = compare(baseline, candidate, allow)
         if times and comparison.valid and comparison.regressions:
-            comparison = confirm(comparison, candidate, Reruns(times, args.confirm_timeout, args.confirm_restart), _announce)
+            comparison = confirm(comparison, candidate, Reruns(times, args.confirm_timeout, args.confirm_restart),
+                                 _announce, _flaky_in_history(baseline, candidate))
         comparisons.append(known.classify(comparison, known_regressions, candidate.results))
     candidates = [candidate for _, candidate in pairs]
     if args.culprit:
         search_comparisons(comparisons, candidates, args)
     if args.merged_junit:
         write_merged(args.merged_junit, [("baseline", b) for b, _ in pairs] + [("candidate", c) for _, c in pairs])
-    deliver(build(comparisons, perf=perf, culprits=recorded_culprits(comparisons, candidates)), args.formats or ["md"],
-            args.out)
+    found = _history_of(pairs)
+    deliver(build(comparisons, perf=perf, culprits=recorded_culprits(comparisons, candidates),
+                  history=history_part(found, comparisons) if found else None), args.formats or ["md"], args.out)
     statuses = [c.exit_status for c in comparisons]
     return ExitStatus.INVALID if ExitStatus.INVALID in statuses else max(statuses)
 
 
 def _announce(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
+
+
+def _runs_of(sides: list[Side]) -> tuple[Path | None, list[Series]]:
+    """The results database beside the sides' run directories (if there is one), and their series."""
+    from harness.compare.history import series_of
+    from harness.record.database import database_path
+
+    runs = [(path, record) for side in sides for path, record in side.parts]
+    database = database_path(runs[0][0].parent) if runs else None
+    return (database if database is not None and database.is_file() else None,
+            list(dict.fromkeys(series_of(record) for _, record in runs)))
+
+
+def _flaky_in_history(baseline: Side, candidate: Side) -> dict[str, str]:
+    """Tests on the flaky list of either side's series, with their evidence (what --confirm consults)."""
+    from harness.compare.history import flaky_tests
+
+    database, series = _runs_of([candidate, baseline])
+    if database is None:
+        return {}
+    return {test: f"{one.label}: {timeline.evidence}" for test, (one, timeline) in flaky_tests(database, series).items()}
+
+
+def _history_of(pairs: list[tuple[Side, Side]]) -> History | None:
+    """The history of every compared series (None without a results database)."""
+    from harness.compare.history import history
+
+    database, series = _runs_of([side for pair in pairs for side in pair])
+    if database is None:
+        return None
+    wanted = set(series)
+    return history(database, wanted=wanted.__contains__)
+
+
+def _history(args: argparse.Namespace) -> int:
+    from harness.compare.history import history
+    from harness.record.database import database_path
+    from harness.record.store import default_results_root
+    from harness.report.history import render
+
+    found = history(database_path(args.results or default_results_root()), args.last,
+                    lambda s: args.config in (None, s.configuration) and args.tier in (None, s.tier), args.test)
+    sys.stdout.write(json.dumps(asdict(found), indent=2) + "\n" if args.format == "json" else render(found))
+    return ExitStatus.OK

@@ -11,7 +11,7 @@ alone was. Anything that does not reproduce moves to `flaky`.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from harness.compare import replay
@@ -19,6 +19,7 @@ from harness.compare.bisect import smallest_polluting_set
 from harness.compare.diff import Comparison, Flaky, Regression
 from harness.compare.replay import Rerunner
 from harness.protocol import BAD_OUTCOMES, Outcome
+from harness.record.junit import replay_prefix
 from harness.record.store import Side
 
 Announce = Callable[[str], None]
@@ -41,18 +42,29 @@ class Verdict:
     polluters: tuple[str, ...] = ()
 
 
-def confirm(comparison: Comparison, candidate: Side, reruns: Reruns, announce: Announce) -> Comparison:
-    """The comparison with each regression confirmed, or moved to flaky."""
+def confirm(comparison: Comparison, candidate: Side, reruns: Reruns, announce: Announce,
+            known_flaky: Mapping[str, str] | None = None) -> Comparison:
+    """The comparison with each regression confirmed, or moved to flaky. A test on the history's
+    flaky list (`known_flaky`: test -> evidence) is labelled flaky with that evidence, not rerun."""
     kept: list[Regression] = []
     flaky = list(comparison.flaky)
+    verdicts: dict[str, Verdict] = {}
     with Rerunner(reruns.timeout, reruns.restart) as rerunner:
-        verdicts = []
         for number, regression in enumerate(comparison.regressions, 1):
+            evidence = (known_flaky or {}).get(regression.test)
+            if evidence is not None:
+                announce(f"flaky in history, not rerun {number}/{len(comparison.regressions)}: {regression.test}")
+                flaky.append(Flaky(regression.test, regression.module, regression.baseline, regression.candidate,
+                                   f"flaky in history: {evidence}", regression.replay, confirmed=False))
+                continue
             announce(f"confirming {number}/{len(comparison.regressions)}: {regression.test}")
-            verdicts.append(judge(regression, run_order(candidate, regression), reruns.count, rerunner))
+            verdicts[regression.test] = judge(regression, run_order(candidate, regression), reruns.count, rerunner)
         announce(f"confirmation: {rerunner.warm_reruns} reruns in forks of collected processes, "
                  f"{rerunner.fresh_reruns} in fresh processes")
-    for regression, verdict in zip(comparison.regressions, verdicts):
+    for regression in comparison.regressions:
+        verdict = verdicts.get(regression.test)
+        if verdict is None:  # flaky in history: already listed
+            continue
         confirmed = replace(regression, confirmed=verdict.confirmed, confirmation=verdict.confirmation,
                             polluters=verdict.polluters)
         if verdict.confirmed is False:
@@ -73,8 +85,8 @@ def run_order(candidate: Side, regression: Regression) -> list[str]:
 
 def judge(regression: Regression, earlier: Sequence[str], count: int, rerunner: Rerunner) -> Verdict:
     target = regression.nodeid
-    candidate = replay.prefix_of(regression.replay, target)
-    baseline = replay.prefix_of(regression.baseline_replay, target)
+    candidate = replay_prefix(regression.replay, target)
+    baseline = replay_prefix(regression.baseline_replay, target)
     if not (candidate and baseline):
         return Verdict(None, "not confirmed: no replay command recorded on both sides (plain JUnit XML)")
     alone = _outcomes(rerunner, candidate, [target], target, count)

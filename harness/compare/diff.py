@@ -18,12 +18,12 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from harness.compare import identity, replay, validity
+from harness.compare import identity, pairs, replay, validity
 from harness.compare.classify import classify, exception_type
 from harness.compare.validity import Allowances
 from harness.exits import ExitStatus
 from harness.protocol import BAD_OUTCOMES, Outcome
-from harness.record.model import FileRecord, TestResult
+from harness.record.model import FileRecord, StoredResult
 from harness.record.store import Side
 
 MAX_DETAIL = 500  # characters of failure message kept per regression in reports
@@ -136,10 +136,14 @@ class Comparison:
 
 
 def compare(baseline: Side, candidate: Side, allow: Allowances = Allowances()) -> Comparison:
-    before = identity.index(baseline.results)
-    after = identity.index(candidate.results)
+    """Both sides are walked in a database (harness/compare/pairs.py): `before` and `after` hold
+    only the tests that can fall in a category (every test that did not pass on both sides with no
+    reruns), so memory holds what the comparison finds, never the sides."""
     crashed_files = _crashed_modules(candidate)
-    prefixes = _replay_prefixes(candidate.results)
+    with pairs.opened(baseline, candidate) as sides:
+        before, after = sides.interesting()
+        prefixes = _replay_prefixes(sides, crashed_files)
+        counts = sides.counts(sides.before), sides.counts(sides.after)
     regressions: list[Regression] = []
     flaky: list[Flaky] = []
     for key, old in before.items():
@@ -171,7 +175,7 @@ def compare(baseline: Side, candidate: Side, allow: Allowances = Allowances()) -
                            if new.outcome == Outcome.PASSED and k in before and before[k].outcome in BAD_OUTCOMES)),
         new=tuple(sorted(set(after) - set(before))),
         missing=tuple(sorted(set(before) - set(after) - regressed)),
-        modules=tuple(_modules(before, after, candidate, regressions)),
+        modules=tuple(_modules(*counts, candidate, regressions)),
         flaky=tuple(sorted(flaky, key=lambda f: f.test)),
         **_changes(before, after),
         configuration=str(candidate.record.configuration.get("name", "")) if candidate.record else "",
@@ -184,11 +188,11 @@ def compare(baseline: Side, candidate: Side, allow: Allowances = Allowances()) -
     )
 
 
-def _failed_before(result: TestResult) -> bool:
+def _failed_before(result: StoredResult) -> bool:
     return any(outcome in BAD_OUTCOMES for outcome in identity.attempt_outcomes(result))
 
 
-def _flaky_passes(before: dict[str, TestResult], after: dict[str, TestResult], known: set[str]) -> list[Flaky]:
+def _flaky_passes(before: dict[str, StoredResult], after: dict[str, StoredResult], known: set[str]) -> list[Flaky]:
     """Tests that passed in the end on a side only after failing there first."""
     found = []
     rerun = {key for side in (before, after) for key, result in side.items() if result.attempts} - known
@@ -202,15 +206,15 @@ def _flaky_passes(before: dict[str, TestResult], after: dict[str, TestResult], k
     return found
 
 
-def _skip_change(old: TestResult, new: TestResult) -> str | None:
+def _skip_change(old: StoredResult, new: StoredResult) -> str | None:
     return _first_line(new.message or old.message) if (old.outcome == Outcome.SKIPPED) != (new.outcome == Outcome.SKIPPED) else None
 
 
-def _xfail_drift(old: TestResult, new: TestResult) -> str | None:
+def _xfail_drift(old: StoredResult, new: StoredResult) -> str | None:
     return _first_line(new.message or old.message) if {old.outcome, new.outcome} == {Outcome.XFAILED, Outcome.XPASSED} else None
 
 
-def _failure_change(old: TestResult, new: TestResult) -> str | None:
+def _failure_change(old: StoredResult, new: StoredResult) -> str | None:
     if old.outcome not in BAD_OUTCOMES or new.outcome not in BAD_OUTCOMES:
         return None
     before = exception_type(old.message) or old.outcome
@@ -221,7 +225,7 @@ def _failure_change(old: TestResult, new: TestResult) -> str | None:
 _CHANGE_KINDS = (("skip_changes", _skip_change), ("xfail_drift", _xfail_drift), ("failure_changes", _failure_change))
 
 
-def _changes(before: dict[str, TestResult], after: dict[str, TestResult]) -> dict[str, tuple[Change, ...]]:
+def _changes(before: dict[str, StoredResult], after: dict[str, StoredResult]) -> dict[str, tuple[Change, ...]]:
     """Skip changes, xfail drift and changed failures, each sorted by test."""
     found: dict[str, list[Change]] = {kind: [] for kind, _ in _CHANGE_KINDS}
     for key in sorted(before.keys() & after.keys()):
@@ -262,16 +266,14 @@ def _crashed_modules(side: Side) -> dict[str, str]:
     return {f.module: f.culprit for f in side.record.files if f.culprit}
 
 
-def _replay_prefixes(results: tuple[TestResult, ...]) -> dict[str, str]:
-    """Each module's replay command without node ids, recovered from its tests' replay commands."""
-    prefixes: dict[str, str] = {}
-    for result in results:
-        if result.module not in prefixes and result.replay:
-            prefixes[result.module] = replay.prefix_of(result.replay, result.nodeid)
+def _replay_prefixes(sides: pairs.Pairs, modules: Iterable[str]) -> dict[str, str]:
+    """Each module's replay command without node ids, recovered from its candidate tests' replay
+    commands (only the crashed modules' are needed)."""
+    prefixes = {module: sides.replay_prefix(sides.after, module) for module in modules}
     return {module: prefix for module, prefix in prefixes.items() if prefix}
 
 
-def _regression(key: str, old: TestResult, outcome: str, message: str, replay: str) -> Regression:
+def _regression(key: str, old: StoredResult, outcome: str, message: str, replay: str) -> Regression:
     return Regression(
         test=key, module=old.module, baseline=old.outcome, candidate=outcome,
         detail=message.strip()[:MAX_DETAIL], classification=classify(outcome, message),
@@ -279,12 +281,11 @@ def _regression(key: str, old: TestResult, outcome: str, message: str, replay: s
     )
 
 
-def _modules(baseline: dict[str, TestResult], candidate_results: dict[str, TestResult], candidate: Side,
+def _modules(before: dict[str, dict[str, int]], after: dict[str, dict[str, int]], candidate: Side,
              regressions: list[Regression]) -> list[ModuleRow]:
+    """`before` and `after`: each side's tests per module and outcome."""
     files = {f.module: f for f in candidate.record.files} if candidate.record else {}
     jit_on = candidate.record is not None and candidate.record.jit_mode == "on"
-    before = _counts(baseline.values())
-    after = _counts(candidate_results.values())
     per_module = Counter(r.module for r in regressions)
     rows = []
     for module in sorted(set(before) | set(after) | set(files)):
@@ -294,10 +295,3 @@ def _modules(baseline: dict[str, TestResult], candidate_results: dict[str, TestR
                               compiled if jit_on else None, per_module[module],
                               vacuous=bool(jit_on and record and record.vacuous)))
     return rows
-
-
-def _counts(results: Iterable[TestResult]) -> dict[str, dict[str, int]]:
-    counts: dict[str, Counter[str]] = {}
-    for result in results:
-        counts.setdefault(result.module, Counter())[result.outcome] += 1
-    return {module: dict(counter) for module, counter in counts.items()}

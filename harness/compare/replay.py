@@ -41,12 +41,6 @@ RERUN_TIMEOUT = 900  # default seconds for one rerun: a slow PyTorch test file's
 HOST_START_SECONDS = 600  # a rerun host imports torch and collects a whole file before it can serve
 
 
-def prefix_of(replay: str, nodeid: str) -> str:
-    """The replay command without its node id; empty when the command does not end with it."""
-    suffix = f" {shlex.quote(nodeid)}"
-    return replay[: -len(suffix)] if nodeid and replay.endswith(suffix) else ""
-
-
 def command(prefix: str, nodeids: Sequence[str]) -> str:
     return " ".join([prefix, *map(shlex.quote, nodeids)])
 

@@ -15,8 +15,9 @@ Every unreadable file ends in one HarnessError naming the file.
 from __future__ import annotations
 
 import shlex
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from pathlib import Path
 from typing import BinaryIO
 from pyexpat import ExpatError, ParserCreate
@@ -26,7 +27,7 @@ from junitparser import Error, Failure, JUnitXml, Properties, Property, Skipped,
 
 from harness.errors import HarnessError
 from harness.protocol import Outcome
-from harness.record.model import TestResult
+from harness.record.model import StoredResult, TestResult
 
 _RESULT_ELEMENT = {Outcome.FAILED: Failure, Outcome.ERROR: Error, Outcome.CRASHED: Error, Outcome.TIMEOUT: Error,
                    Outcome.SKIPPED: Skipped, Outcome.XFAILED: Skipped}
@@ -105,10 +106,16 @@ def read_results(path: Path) -> list[TestResult]:
     A test written several times in one suite (pytest-rerunfailures under --junitxml writes every
     attempt as its own <testcase>) is one result: the last attempt decides, earlier ones become
     its attempts."""
+    return list(iter_results(path))
+
+
+def iter_results(path: Path) -> Iterator[TestResult]:
+    """The results of `read_results`, a <testsuite> at a time: memory holds one suite, never the
+    whole file (pytest's own --junitxml writes one suite per session)."""
     reader = _Reader(path)
     try:
         with open(path, "rb") as handle:
-            return reader.read(handle)
+            yield from reader.read(handle)
     except (ExpatError, DefusedXmlException, OSError, UnicodeError, ValueError) as error:
         reason = " ".join(str(error).split()) or type(error).__name__
         raise HarnessError(f"{path}: not readable as JUnit XML: {type(error).__name__}: {reason}") from None
@@ -150,7 +157,8 @@ class _Reader:
         self.parser.UnparsedEntityDeclHandler = self._entity
         self.parser.ExternalEntityRefHandler = self._external
 
-    def read(self, handle: BinaryIO) -> list[TestResult]:
+    def read(self, handle: BinaryIO) -> Iterator[TestResult]:
+        """The results of every suite settled so far, after each chunk."""
         try:
             position = 0
             while chunk := handle.read(READ_CHUNK):
@@ -159,11 +167,16 @@ class _Reader:
                                        f"{MAX_TOKEN >> 20} MiB (a corrupt or hostile file)")
                 self.parser.Parse(chunk, False)
                 position += len(chunk)
+                yield from self._settled()
             self.parser.Parse(b"", True)
         finally:
             del self.parser  # its handlers point back here: without this, a cycle keeps expat's buffers
         self._settle(self.suites.pop())
-        return self.results
+        yield from self._settled()
+
+    def _settled(self) -> list[TestResult]:
+        settled, self.results = self.results, []
+        return settled
 
     def _root(self, tag: str, attributes: dict[str, str]) -> None:
         if tag not in ("testsuites", "testsuite"):
@@ -254,10 +267,21 @@ def _attempt_number(key: str) -> int:
 
 
 def _suite_replay(suite_props: dict[str, str], nodeid: str) -> str:
-    prefix = suite_props.get("replay_prefix", "")
+    return replay_command(suite_props.get("replay_prefix", ""), nodeid)
+
+
+def replay_command(prefix: str, nodeid: str) -> str:
+    """The command that reruns one test: its file's `replay_prefix`, then its node id, quoted."""
     return f"{prefix} {shlex.quote(nodeid)}" if prefix and nodeid else ""
 
 
+def replay_prefix(replay: str, nodeid: str) -> str:
+    """The replay command without its node id; empty when the command does not end with it."""
+    suffix = f" {shlex.quote(nodeid)}"
+    return replay[: -len(suffix)] if nodeid and replay.endswith(suffix) else ""
+
+
+@lru_cache(maxsize=4096)  # one test class holds many tests: the same answer is asked for again and again
 def _module(file: str, classname: str, path: Path) -> str:
     """The test's module: from its file when the report names it, else from the dotted classname
     (the components before the first capitalised one, a class), else the report's file name."""
@@ -290,7 +314,7 @@ def _outcome(tag: str, kind: str) -> str:
     return Outcome(kind) if kind in (Outcome.CRASHED, Outcome.TIMEOUT) else Outcome.ERROR
 
 
-def attempt_text(result: TestResult) -> str:
+def attempt_text(result: TestResult | StoredResult) -> str:
     """How an earlier attempt is kept in a test's history: `outcome: first line of the message`."""
     return f"{result.outcome}: {result.message}".rstrip(": ")
 

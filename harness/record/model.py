@@ -38,6 +38,21 @@ class TestResult:
         return f"{self.classname}::{self.name}"
 
 
+@dataclass(frozen=True)
+class StoredResult:
+    """One test's result as a results table holds it (harness/record/stream.py): under its identity
+    key, with everything a comparison or the history reads, but not its traceback."""
+
+    test: str  # the identity key (harness/record/identity.py)
+    module: str
+    outcome: str
+    duration: float = 0.0
+    message: str = ""
+    nodeid: str = ""
+    replay: str = ""
+    attempts: tuple[str, ...] = ()
+
+
 def junit_names(nodeid: str) -> tuple[str, str]:
     """(classname, name) for a pytest node id, as pytest's own --junitxml derives them."""
     path, bracket, params = nodeid.partition("[")

@@ -8,16 +8,16 @@
         logs/<module>.log                      stdout and stderr of the test process(es)
         processes/<module>/<pid>.json          the JIT state of each process the tests started
         cache/                                 pytest, inductor and triton caches of this run
+      harness.db                               the results database (harness/record/database.py)
 """
 
 from __future__ import annotations
 
 import fcntl
-import gc
 import json
 import os
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from harness.errors import HarnessError
-from harness.record.junit import read_results
+from harness.record.junit import iter_results
 from harness.record.model import RunRecord, TestResult
 
 RUN_RECORD = "run.json"
@@ -133,14 +133,33 @@ class RunDirectory:
 
 
 @dataclass(frozen=True)
+class JUnitFiles:
+    """The results of JUnit XML files, read again on every pass, a suite at a time: a side of a
+    million tests is streamed, never held in memory."""
+
+    paths: tuple[Path, ...]
+
+    def __iter__(self) -> Iterator[TestResult]:
+        for path in self.paths:
+            yield from iter_results(path)
+
+    @property
+    def size(self) -> int:
+        """Bytes of XML, to judge whether reading them is worth a process of its own."""
+        return sum(path.stat().st_size for path in self.paths)
+
+
+@dataclass(frozen=True)
 class Side:
     """One side of a comparison: its results and, for run directories, its run record.
 
-    A side split into shards (several run directories of one configuration and tier) has one
-    merged `record` over every shard, and `parts`, the run directories and records it came from."""
+    `results` is anything that yields TestResults again on every pass: the JUnit files of a folder
+    (JUnitFiles), or results already in memory. A side split into shards (several run directories
+    of one configuration and tier) has one merged `record` over every shard, and `parts`, the run
+    directories and records it came from."""
 
     path: Path
-    results: tuple[TestResult, ...]
+    results: Iterable[TestResult]
     record: RunRecord | None
     parts: tuple[tuple[Path, RunRecord], ...] = ()
 
@@ -156,7 +175,7 @@ class Side:
 
 def load_side(path: Path) -> Side:
     """A run directory, a folder of run directories (shards, merged), or any folder of JUnit XML
-    files (searched recursively)."""
+    files (searched recursively). Results are read when the side is compared."""
     if not path.is_dir():
         raise HarnessError(f"{path}: not a directory (expected a run directory or a folder of JUnit XML files)")
     run = RunDirectory(path)
@@ -168,26 +187,14 @@ def load_side(path: Path) -> Side:
     xml_files = sorted(path.rglob("*.xml"))
     if not xml_files:
         raise HarnessError(f"{path}: no JUnit XML files and no {RUN_RECORD}")
-    return Side(path, _read_all(xml_files), None)
+    return Side(path, JUnitFiles(tuple(xml_files)), None)
 
 
 def load_runs(paths: list[Path], path: Path | None = None) -> Side:
     """Run directories that together make one side (the shards of one run), merged."""
     parts = tuple((run, RunDirectory(run).read_record()) for run in paths)
-    results = _read_all([xml for run, _ in parts for xml in sorted((run / "junit").glob("*.xml"))])
+    results = JUnitFiles(tuple(xml for run, _ in parts for xml in sorted((run / "junit").glob("*.xml"))))
     return Side(path or paths[0], results, merge_records([record for _, record in parts]), parts)
-
-
-def _read_all(xml_files: list[Path]) -> tuple[TestResult, ...]:
-    """Every result of the files, in order. Results hold no cycles, so the cyclic garbage collector
-    is paused meanwhile: a million results otherwise trigger collections that cost a tenth of the read."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        return tuple(result for xml in xml_files for result in read_results(xml))
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def merge_records(records: list[RunRecord]) -> RunRecord:

@@ -119,15 +119,15 @@ def _intervals(axes, points: Sequence[tuple[float, Interval | None]], colour: st
 
 
 def trend_chart(trend: Trend, name: str) -> str:
-    """Regressions and flaky tests per run of one configuration, oldest run on the left."""
+    """Failing and flaky tests per run of one configuration (run history), oldest run on the left."""
     runs = range(len(trend.points))
     with _figure(name, 1.6) as (figure, out):
         axes = figure.add_subplot()
-        axes.plot(runs, [p.regressions for p in trend.points], marker="o", markersize=3, color=REGRESSION,
-                  label="regressions")
+        axes.plot(runs, [p.failing for p in trend.points], marker="o", markersize=3, color=REGRESSION,
+                  label="failing")
         axes.plot(runs, [p.flaky for p in trend.points], marker="o", markersize=3, color=FLAKY, label="flaky")
         axes.set_xticks(list(runs), [p.started for p in trend.points], rotation=30, ha="right", fontsize=7)
-        axes.set_ylim(bottom=0, top=max(1, *(max(p.regressions, p.flaky) for p in trend.points)) * 1.2)
+        axes.set_ylim(bottom=0, top=max(1, *(max(p.failing, p.flaky) for p in trend.points)) * 1.2)
         axes.yaxis.set_major_locator(ticker.MaxNLocator(integer=True))
         axes.legend(loc="upper left", frameon=False, fontsize=8, ncols=2)
     return out[0]

@@ -56,7 +56,8 @@ def _section(report: Report, section: Section) -> str:
     trend = next((t for t in report.history.trends if t.configuration == comparison.candidate), None) \
         if report.history else None
     if trend is not None and trend.points:
-        lines += ["Regressions per run, oldest first: " + " → ".join(str(p.regressions) for p in trend.points), ""]
+        lines += ["Failing tests per run (run history), oldest first: "
+                  + " → ".join(str(p.failing) for p in trend.points), ""]
     lines += _module_table(comparison.modules)
     regressions = [f for f in section.regressions if not f.known]
     if regressions:

@@ -21,6 +21,7 @@ from harness.protocol import Outcome
 from harness.record.culprits import Culprit  # a regression's culprit, as the search recorded it
 
 if TYPE_CHECKING:  # the perf modules import pyperf, which the diff's interpreter need not have
+    from harness.compare.history import History as RunHistory
     from harness.perf.compare import PerfComparison, SpeedUp
 
 
@@ -38,8 +39,8 @@ class TrendPoint:
 
     run: str
     started: str
-    regressions: int
-    flaky: int
+    failing: int  # tests failed, error, crashed or timed out in that run
+    flaky: int  # of those, tests on the history's flaky list
 
 
 @dataclass(frozen=True)
@@ -367,3 +368,26 @@ def forest(comparison: PerfComparison) -> Forest:
     problems = (*comparison.problems, *(p for c in candidates for p in c.problems))
     return Forest(baseline=comparison.baseline_label, candidates=tuple(c.label for c in candidates), rows=rows,
                   means=means, valid=comparison.valid, problems=tuple(problems), method=METHOD)
+
+
+def history_part(found: RunHistory, comparisons: Sequence[Comparison]) -> History:
+    """What the results database says about the compared series, under the labels the report uses:
+    per configuration the failing and flaky tests of each run, the run each failing test of the
+    newest run fails since, and the tests that recovered in it."""
+    labels = {}
+    for c in comparisons:
+        labels[(c.configuration, c.tier, c.threshold)] = c.candidate
+        labels.setdefault((c.baseline, c.tier, None), c.baseline)  # a baseline without a JIT: labelled by its name
+    trends, new_since, recovered = [], [], []
+    for entry in found.series:
+        series = entry.series
+        label = labels.get((series.configuration, series.tier, series.threshold), series.label)
+        flaky = [dict(zip(t.runs, t.outcomes)) for t in entry.flaky]
+        trends.append(Trend(label, tuple(
+            TrendPoint(run.name, run.started[:10], sum(n for o, n in run.counts.items() if o in _FAILING),
+                       sum(1 for outcomes in flaky if outcomes.get(run.name) in _FAILING))
+            for run in entry.runs)))
+        new_since += [Since(label, t.test, t.failing_since) for t in entry.failing if t.failing_since]
+        recovered += [Since(label, t.test, t.recovered_in) for t in (entry.latest.recovered if entry.latest else ())
+                      if t.recovered_in]
+    return History(tuple(trends), tuple(new_since), tuple(recovered))

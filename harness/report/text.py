@@ -40,10 +40,10 @@ def verdict_line(report: Report) -> str:
     if not report.valid:
         return f"INVALID comparison: no verdict ({len(report.problems)} problem{'s' * (len(report.problems) != 1)})"
     totals = report.totals
-    if not totals.regressions:
-        return "Valid comparison: no regressions"
-    confirmed = f", {totals.confirmed} confirmed" if totals.confirmed else ""
     known = f", {totals.known} known" if totals.known else ""
+    if not totals.regressions:
+        return "Valid comparison: no new regressions" + known if totals.known else "Valid comparison: no regressions"
+    confirmed = f", {totals.confirmed} confirmed" if totals.confirmed else ""
     return f"Valid comparison: {totals.regressions} regression{'s' * (totals.regressions != 1)}{confirmed}{known}"
 
 

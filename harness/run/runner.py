@@ -27,6 +27,7 @@ from harness.configure.tiers import HARNESS_ROOT, TORCH_SUITES, Tier
 from harness.errors import HarnessError
 from harness.protocol import Env
 from harness.record.fingerprint import PER_RUN_FOLDERS, describe_interpreter, environment_fingerprint, sources_identity
+from harness.record.ingest import ingest_finished
 from harness.record.model import FileRecord, RunRecord
 from harness.record.store import RunDirectory, new_run_directory
 from harness.run import processes
@@ -62,7 +63,8 @@ def group_targets(targets: tuple[str, ...]) -> dict[str, list[str]]:
 
 
 def execute(request: RunRequest, announce: Callable[[str], None] | None = None) -> Path:
-    """Start a new run directory and run every target file in it.
+    """Start a new run directory and run every target file in it; add the finished run to the
+    results database.
 
     The first test processes start at once; the run record, for which the interpreter describes
     itself in a child process and the sources are hashed, is made and written beside them, before
@@ -82,15 +84,16 @@ def execute(request: RunRequest, announce: Callable[[str], None] | None = None) 
             record = _first_record(request, run, env, started, list(grouped))
             run.write_record(replace(record, status="complete", skipped_reason=skip, finished=_now()))
             (announce or print)(f"tier {request.tier.name} skipped: {skip}")
-            return run.root
-        context = FileContext(request.python, request.tests_dir, request.tier, config, run, env)
-        order = longest_first(list(grouped), earlier_durations(request.results_root, request.tier.name))
-        with run.hold(), ThreadPoolExecutor(max_workers=1) as background:
-            record = background.submit(_first_record, request, run, env, started, list(grouped))
-            _run_files(context, record, {file: grouped[file] for file in order}, request.jobs, announce)
+        else:
+            context = FileContext(request.python, request.tests_dir, request.tier, config, run, env)
+            order = longest_first(list(grouped), earlier_durations(request.results_root, request.tier.name))
+            with run.hold(), ThreadPoolExecutor(max_workers=1) as background:
+                record = background.submit(_first_record, request, run, env, started, list(grouped))
+                _run_files(context, record, {file: grouped[file] for file in order}, request.jobs, announce)
     except HarnessError:
         shutil.rmtree(run.root, ignore_errors=True)
         raise
+    ingest_finished(run.root, request.results_root, announce or print)  # the run is on disk, whatever happens here
     return run.root
 
 
@@ -170,7 +173,8 @@ def sources_line(record: RunRecord) -> str:
 
 def resume(run_dir: Path, configuration: Configuration, tier: Tier, jobs: int,
            announce: Callable[[str], None] | None = None) -> Path:
-    """Continue an interrupted run: finished files stay, the rest run (after their last finished test)."""
+    """Continue an interrupted run: finished files stay, the rest run (after their last finished test);
+    then add the finished run to the results database of the folder it is in."""
     run = RunDirectory(run_dir)
     with run.hold():
         _refuse_while_alive(run)
@@ -189,6 +193,7 @@ def resume(run_dir: Path, configuration: Configuration, tier: Tier, jobs: int,
         written: Future[RunRecord] = Future()
         written.set_result(record)
         _run_files(context, written, pending, jobs, announce)
+    ingest_finished(run.root, run.root.parent, announce or print)
     return run.root
 
 

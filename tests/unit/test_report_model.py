@@ -127,7 +127,7 @@ def test_json_keeps_the_contract_and_adds_optional_parts_only_when_given(tmp_pat
     assert known_one["test"] == "test_b::test_3" and known_one["known"]["reason"] == "a known TypeError"
     assert "test_b::test_3" not in by_test  # not a new regression: its own list
     assert full["summary"]["known_regressions"] == 1 and [k["test"] for k in full["known_fixed"]] == ["test_c::test_0"]
-    assert [p["regressions"] for p in full["trend"]] == [0, 3]
+    assert [p["failing"] for p in full["trend"]] == [0, 3]
 
 
 def test_several_comparisons_give_a_list_of_documents_and_a_sweep():

@@ -14,11 +14,12 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.compare import identity, replay
+from harness.compare import identity
 from harness.compare.culprit.probes import Target
 from harness.compare.diff import Regression
 from harness.errors import HarnessError
 from harness.protocol import BAD_OUTCOMES, JitMode, Outcome
+from harness.record.junit import replay_prefix
 from harness.record.model import TestResult
 from harness.record.store import RUN_RECORD, Side, load_runs
 
@@ -109,7 +110,7 @@ def _texts(results: Iterable[TestResult], keys: set[str]) -> dict[str, str]:
 
 def _target(test: str, nodeid: str, replay_command: str, outcome: str, text: str, side: Side, module: str,
             polluters: tuple[str, ...] = ()) -> Target | None:
-    prefix = replay.prefix_of(replay_command, nodeid)
+    prefix = replay_prefix(replay_command, nodeid)
     if not prefix:
         return None
     run = next((path for path, record in side.parts if any(f.module == module for f in record.files)), side.path)

@@ -1,0 +1,163 @@
+"""Both sides of a comparison in one SQLite connection, walked pair by pair in bounded memory.
+
+A side that the results database holds as it is on disk (one run directory, ingested when it ended
+or by `db ingest`) is read there. Any other side (a folder of JUnit XML, shards, results in memory)
+is streamed into a scratch database first (harness/record/stream.py), both sides at once, in two
+processes, when they are large. SQLite then hands over the tests that can matter, and each side's
+per-module counts: a test that passed on both sides with no reruns falls in no category of the
+diff, so it is counted but never reaches Python. Memory holds what the comparison finds.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import sqlite3
+import tempfile
+import threading
+from collections.abc import Iterable, Iterator
+from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.protocol import Outcome
+from harness.record.database import opened as opened_database
+from harness.record.database import read_only_uri, reported
+from harness.record.ingest import stored_run
+from harness.record.model import StoredResult, TestResult
+from harness.record.store import JUnitFiles, Side
+from harness.record.stream import COLUMNS, stored, stream
+
+PARALLEL_BYTES = 32 << 20  # XML worth a process of its own: starting one costs a fraction of a second
+SCRATCH_RUN = 0  # the run number of a side streamed into a scratch database
+
+Pair = tuple[str, StoredResult | None, StoredResult | None]  # test, baseline result, candidate result
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where one side's rows are: a database file and the run in it."""
+
+    path: Path
+    run: int
+
+
+class Pairs:
+    """The two sides, attached to one connection: `b` is the baseline's schema, `c` the candidate's."""
+
+    def __init__(self, connection: sqlite3.Connection, before: Source, after: Source) -> None:
+        self.connection, self.before, self.after = connection, before, after
+        self.schemas = {before.path: "b", after.path: "c" if after.path != before.path else "b"}
+
+    def counts(self, source: Source) -> dict[str, dict[str, int]]:
+        """Tests per module and outcome."""
+        found: dict[str, dict[str, int]] = {}
+        for module, outcome, n in self.connection.execute(
+                f"SELECT module, outcome, n FROM {self.schemas[source.path]}.counts WHERE run = ? "
+                "ORDER BY module, outcome", (source.run,)):
+            found.setdefault(module, {})[outcome] = n
+        return found
+
+    def interesting(self) -> tuple[dict[str, StoredResult], dict[str, StoredResult]]:
+        """Each side's results by test, for every test except those that passed on both sides with
+        no earlier attempts (which fall in no category of the diff): a test on both sides is in
+        both, a new one only in the second, a missing one only in the first."""
+        before: dict[str, StoredResult] = {}
+        after: dict[str, StoredResult] = {}
+        for key, old, new in self._walk():
+            if old is not None:
+                before[key] = old
+            if new is not None:
+                after[key] = new
+        return before, after
+
+    def _walk(self) -> Iterator[Pair]:
+        b, c = self.schemas[self.before.path], self.schemas[self.after.path]
+        columns = ", ".join([*(f"x.{name}" for name in COLUMNS), "px.prefix",
+                             *(f"y.{name}" for name in COLUMNS), "py.prefix"])
+        width = len(COLUMNS) + 1
+        missing = 0
+        for row in self.connection.execute(
+                f"SELECT {columns} FROM {b}.results AS x LEFT JOIN {c}.results AS y ON y.run = :after AND y.test = x.test "
+                f"LEFT JOIN {b}.prefixes AS px ON px.run = x.run AND px.module = x.module "
+                f"LEFT JOIN {c}.prefixes AS py ON py.run = y.run AND py.module = y.module "
+                "WHERE x.run = :before AND (y.test IS NULL OR x.outcome != :passed OR y.outcome != :passed "
+                "OR x.attempts IS NOT NULL OR y.attempts IS NOT NULL)",
+                {"before": self.before.run, "after": self.after.run, "passed": Outcome.PASSED}):
+            old = stored(row[:width - 1], row[width - 1])
+            new = stored(row[width:-1], row[-1]) if row[width] is not None else None
+            missing += new is None
+            yield old.test, old, new
+        if self._total(self.after) == self._total(self.before) - missing:  # every candidate test matched one
+            return
+        for row in self.connection.execute(
+                f"SELECT {', '.join(f'y.{name}' for name in COLUMNS)}, py.prefix FROM {c}.results AS y "
+                f"LEFT JOIN {c}.prefixes AS py ON py.run = y.run AND py.module = y.module "
+                f"WHERE y.run = :after AND NOT EXISTS "
+                f"(SELECT 1 FROM {b}.results AS x WHERE x.run = :before AND x.test = y.test)",
+                {"before": self.before.run, "after": self.after.run}):
+            new = stored(row[:-1], row[-1])
+            yield new.test, None, new
+
+    def replay_prefix(self, source: Source, module: str) -> str:
+        """The replay command of a module's tests without a node id (what its first test that has a
+        replay command says), or "" when there is none."""
+        found = self.connection.execute(f"SELECT prefix FROM {self.schemas[source.path]}.prefixes "
+                                        "WHERE run = ? AND module = ?", (source.run, module)).fetchone()
+        return found[0] if found else ""
+
+    def _total(self, source: Source) -> int:
+        return self.connection.execute(f"SELECT coalesce(sum(n), 0) FROM {self.schemas[source.path]}.counts "
+                                       "WHERE run = ?", (source.run,)).fetchone()[0]
+
+
+@contextmanager
+def opened(baseline: Side, candidate: Side) -> Iterator[Pairs]:
+    """Both sides, read from the results database or streamed into scratch databases."""
+    with tempfile.TemporaryDirectory(prefix="harness-diff-") as folder:
+        before, after = _sources(baseline, candidate, Path(folder))
+        connection = sqlite3.connect(":memory:", uri=True, isolation_level=None)
+        try:
+            pairs = Pairs(connection, before, after)
+            for path, schema in pairs.schemas.items():
+                with reported(path):
+                    connection.execute(f"ATTACH DATABASE ? AS {schema}", (read_only_uri(path),))
+            stored_at = [source.path for source in (before, after) if source.run != SCRATCH_RUN]
+            with reported(stored_at[0] if stored_at else Path(folder)):
+                yield pairs
+        finally:
+            connection.close()
+
+
+def _sources(baseline: Side, candidate: Side, folder: Path) -> tuple[Source, Source]:
+    """Each side's rows: stored, or streamed into `folder` (a large XML side in a second process
+    while this one streams the other)."""
+    found: dict[str, Source] = {}
+    pending: dict[str, Iterable[TestResult]] = {}
+    for role, side in (("baseline", baseline), ("candidate", candidate)):
+        stored_at = stored_run(*side.parts[0]) if len(side.parts) == 1 else None
+        if stored_at is not None:
+            found[role] = Source(*stored_at)
+        else:
+            found[role] = Source(folder / f"{role}.db", SCRATCH_RUN)
+            pending[role] = side.results
+    apart = [role for role, results in pending.items()
+             if isinstance(results, JUnitFiles) and results.size >= PARALLEL_BYTES]
+    if len(pending) == 2 and apart and threading.active_count() == 1:
+        # A fork: no interpreter to start, no __main__ to import again (a caller's script need not
+        # guard itself); safe only in a process with no other threads, else both stream here.
+        with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("fork")) as pool:
+            elsewhere = pool.submit(write_scratch, found[apart[0]].path, pending.pop(apart[0]))
+            for role, results in pending.items():
+                write_scratch(found[role].path, results)
+            elsewhere.result()
+    else:
+        for role, results in pending.items():
+            write_scratch(found[role].path, results)
+    return found["baseline"], found["candidate"]
+
+
+def write_scratch(path: Path, results: Iterable[TestResult]) -> None:
+    """One side, streamed into a new scratch database (in this process or a worker)."""
+    with opened_database(path, scratch=True) as connection:
+        stream(connection, SCRATCH_RUN, results)
