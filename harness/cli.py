@@ -22,6 +22,7 @@ from pathlib import Path
 
 import harness
 from harness.compare import command as compare_command
+from harness.compare.culprit import command as culprit_command
 from harness.errors import HarnessError
 from harness.exits import ExitStatus
 from harness.perf import command as perf_command
@@ -43,6 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
     run_command.add_commands(commands)
     record_command.add_commands(commands)
     compare_command.add_commands(commands)
+    culprit_command.add_commands(commands)
     scan_command.add_commands(commands)
     perf_command.add_commands(commands)
     return parser

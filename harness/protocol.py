@@ -31,6 +31,9 @@ class Env(StrEnum):
     PROCESS_REPORTS = "HARNESS_PROCESS_REPORTS"  # folder where each descendant process reports its JIT
     ENTRIES = "HARNESS_ENTRIES"  # comma-separated PyTorch database entries the bundled suites instantiate
     SELECT = "HARNESS_SELECT"  # a rerun host: the file naming the node ids its next worker runs (see forkserver)
+    JIT_SETTINGS = "HARNESS_JIT_SETTINGS"  # a rerun host: the file of CinderX settings (JSON: environment
+    # variable -> value) its next worker puts into its environment before it imports CinderX (culprit search)
+    LOCATE = "HARNESS_LOCATE"  # a collecting process: the file of module:qualname names whose code to locate
     # Marks that every process of a run, and every descendant, inherits: how its processes are found
     # in /proc at the end of a file and before a resume (harness/run/processes.py).
     RUN_DIR = "HARNESS_RUN_DIR"  # the run directory
@@ -39,7 +42,7 @@ class Env(StrEnum):
 
 # Variables meant for the test process alone: the plugin removes them from its environment, so a
 # child process (a child pytest, a script a test runs) can neither write the stream nor take a command.
-PRIVATE_ENV = (Env.EVENTS, Env.DESELECT, Env.CONTROL_FD, Env.SELECT)
+PRIVATE_ENV = (Env.EVENTS, Env.DESELECT, Env.CONTROL_FD, Env.SELECT, Env.JIT_SETTINGS)
 
 
 class JitMode(StrEnum):

@@ -14,7 +14,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness.arguments import path_argument
+from harness.compare.culprit.command import add_search_options, positive
 from harness.compare.history import WINDOW
+from harness.compare.replay import RERUN_TIMEOUT
 from harness.errors import HarnessError
 from harness.exits import ExitStatus
 from harness.report import FORMATS, unavailable
@@ -24,7 +26,6 @@ if TYPE_CHECKING:
     from harness.perf.compare import PerfComparison
     from harness.record.store import Side
 
-DEFAULT_CONFIRM_TIMEOUT = 900  # seconds for one rerun process: a slow PyTorch test file's test, alone
 
 
 def add_commands(commands: argparse._SubParsersAction) -> None:
@@ -46,11 +47,11 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
         sub.add_argument("--format", nargs="+", action="extend", choices=FORMATS, dest="formats",
                          help="report formats (default: md)")
         sub.add_argument("--out", type=path_argument, help="write report.<format> files into this directory")
-        sub.add_argument("--confirm", type=_positive, metavar="K",
+        sub.add_argument("--confirm", type=positive, metavar="K",
                          help="rerun each regression K times alone, in fresh processes, in both configurations "
                               "(and bisect earlier tests when it passes alone); what does not reproduce is flaky")
-        sub.add_argument("--confirm-timeout", type=_positive, default=DEFAULT_CONFIRM_TIMEOUT, metavar="SECONDS",
-                         help=f"time limit of one rerun process (default: {DEFAULT_CONFIRM_TIMEOUT})")
+        sub.add_argument("--confirm-timeout", type=positive, default=RERUN_TIMEOUT, metavar="SECONDS",
+                         help=f"time limit of one rerun process (default: {RERUN_TIMEOUT})")
         sub.add_argument("--confirm-restart", choices=("warm", "fresh"), default="warm",
                          help="warm (default): each rerun in a fork of a process that has collected the file, "
                               "where that is safe; fresh: each rerun in a new process")
@@ -58,6 +59,11 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                          help="compare runs of different interpreter versions (the report says so)")
         sub.add_argument("--merged-junit", type=path_argument, metavar="PATH",
                          help="also write one JUnit XML of every side, the configuration as a property")
+        sub.add_argument("--culprit", action="store_true",
+                         help="bisect the JIT list of each confirmed regression, crash and timeout of a JIT "
+                              "configuration to the functions to blame (confirms with --probes K unless --confirm "
+                              "is given; see `harness culprit`)")
+        add_search_options(sub)
         sub.add_argument("--known-regressions", type=Path, metavar="FILE",
                          help="known regressions that add to (per configuration: replace) the shipped "
                               "harness/configure/data/known_regressions.yaml (default: $HARNESS_KNOWN_REGRESSIONS); "
@@ -66,23 +72,13 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                                                   "runs in the results database")
     history.add_argument("--results", type=Path, help="results root (default: $HARNESS_RESULTS or ./results); "
                                                       "$HARNESS_DB names another database")
-    history.add_argument("--last", type=_positive, default=WINDOW, metavar="N",
+    history.add_argument("--last", type=positive, default=WINDOW, metavar="N",
                          help=f"runs of each series to look back over (default: {WINDOW})")
     history.add_argument("--config", help="only this configuration")
     history.add_argument("--tier", help="only this tier")
     history.add_argument("--test", metavar="TEXT", help="also show the timeline of every test whose name contains TEXT")
     history.add_argument("--format", choices=("md", "json"), default="md", help="Markdown (default) or JSON")
     history.set_defaults(handler=_history)
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive whole number, not {text!r}")
-    return value
 
 
 def _check_formats(args: argparse.Namespace) -> None:
@@ -171,6 +167,7 @@ def _check_outputs(args: argparse.Namespace) -> None:
 def _report(pairs: list[tuple[Side, Side]], args: argparse.Namespace, perf: PerfComparison | None = None) -> int:
     from harness.compare import known
     from harness.compare.confirm import Reruns, confirm
+    from harness.compare.culprit.command import recorded_culprits, search_comparisons
     from harness.compare.diff import Comparison, compare
     from harness.compare.validity import Allowances
     from harness.configure.configurations import load_catalog
@@ -183,17 +180,21 @@ def _report(pairs: list[tuple[Side, Side]], args: argparse.Namespace, perf: Perf
     ran = {str(c.record.configuration.get("name")) for _, c in pairs if c.record is not None}
     known_regressions = known.load(args.known_regressions, set(load_catalog().configurations) | ran)
     comparisons: list[Comparison] = []
+    times = args.confirm or (args.probes if args.culprit else None)
     for baseline, candidate in pairs:
         comparison = compare(baseline, candidate, allow)
-        if args.confirm and comparison.valid and comparison.regressions:
-            comparison = confirm(comparison, candidate, Reruns(args.confirm, args.confirm_timeout, args.confirm_restart),
+        if times and comparison.valid and comparison.regressions:
+            comparison = confirm(comparison, candidate, Reruns(times, args.confirm_timeout, args.confirm_restart),
                                  _announce, _flaky_in_history(baseline, candidate))
         comparisons.append(known.classify(comparison, known_regressions, candidate.results))
+    candidates = [candidate for _, candidate in pairs]
+    if args.culprit:
+        search_comparisons(comparisons, candidates, args)
     if args.merged_junit:
         write_merged(args.merged_junit, [("baseline", b) for b, _ in pairs] + [("candidate", c) for _, c in pairs])
     found = _history_of(pairs)
-    deliver(build(comparisons, perf=perf, history=history_part(found, comparisons) if found else None),
-            args.formats or ["md"], args.out)
+    deliver(build(comparisons, perf=perf, culprits=recorded_culprits(comparisons, candidates),
+                  history=history_part(found, comparisons) if found else None), args.formats or ["md"], args.out)
     statuses = [c.exit_status for c in comparisons]
     return ExitStatus.INVALID if ExitStatus.INVALID in statuses else max(statuses)
 

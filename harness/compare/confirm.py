@@ -19,6 +19,7 @@ from harness.compare.bisect import smallest_polluting_set
 from harness.compare.diff import Comparison, Flaky, Regression
 from harness.compare.replay import Rerunner
 from harness.protocol import BAD_OUTCOMES, Outcome
+from harness.record.junit import replay_prefix
 from harness.record.store import Side
 
 Announce = Callable[[str], None]
@@ -84,8 +85,8 @@ def run_order(candidate: Side, regression: Regression) -> list[str]:
 
 def judge(regression: Regression, earlier: Sequence[str], count: int, rerunner: Rerunner) -> Verdict:
     target = regression.nodeid
-    candidate = replay.prefix_of(regression.replay, target)
-    baseline = replay.prefix_of(regression.baseline_replay, target)
+    candidate = replay_prefix(regression.replay, target)
+    baseline = replay_prefix(regression.baseline_replay, target)
     if not (candidate and baseline):
         return Verdict(None, "not confirmed: no replay command recorded on both sides (plain JUnit XML)")
     alone = _outcomes(rerunner, candidate, [target], target, count)

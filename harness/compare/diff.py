@@ -122,6 +122,7 @@ class Comparison:
     known: tuple[Regression, ...] = ()  # regressions the known-regressions file names (not in `regressions`)
     known_fixed: tuple[KnownFixed, ...] = ()  # known regressions that passed this time
     known_source: str = ""  # the known-regressions file(s) applied
+    candidate_runs: tuple[str, ...] = ()  # the candidate's run directories (a culprit search writes there)
 
     @property
     def valid(self) -> bool:
@@ -183,6 +184,7 @@ def compare(baseline: Side, candidate: Side, allow: Allowances = Allowances()) -
         tier=candidate.record.tier if candidate.record else "",
         baseline_versions=dict(baseline.record.versions) if baseline.record else {},
         candidate_versions=dict(candidate.record.versions) if candidate.record else {},
+        candidate_runs=tuple(str(path) for path, _ in candidate.parts),
     )
 
 

@@ -12,27 +12,32 @@ see harness/run/forkserver.py `serve_reruns`), and runs each rerun in a fork of 
 engaged in the fork, after collection, as in a fresh process. Where that host cannot fork safely
 (threads alive after collection, JIT at start-up), or when asked (`restart="fresh"`), each rerun
 gets a fresh process instead.
+
+A culprit search also gives each rerun CinderX settings (environment variables CinderX reads when
+it is imported: a JIT list, a debug log): a fresh process starts with them, and a fork puts them
+into its environment before it imports CinderX (`Env.JIT_SETTINGS`), which its host has not.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from harness.protocol import Env, Event, Outcome
 from harness.run.events import EventStream
-from harness.record.junit import replay_prefix as prefix_of  # noqa: F401 (the rule lives with the JUnit it reads)
 
 NOT_RUN = "not run"  # the process never started the test: a wrong node id, a collection error, an earlier crash
 POLL_SECONDS = 0.05
+RERUN_TIMEOUT = 900  # default seconds for one rerun: a slow PyTorch test file's test, alone
 HOST_START_SECONDS = 600  # a rerun host imports torch and collects a whole file before it can serve
 
 
@@ -40,11 +45,18 @@ def command(prefix: str, nodeids: Sequence[str]) -> str:
     return " ".join([prefix, *map(shlex.quote, nodeids)])
 
 
-def outcome(prefix: str, nodeids: Sequence[str], target: str, timeout: float) -> str:
+def outcome(prefix: str, nodeids: Sequence[str], target: str, timeout: float,
+            env: Mapping[str, str] | None = None) -> str:
     """Run `nodeids` in order in one fresh process; the outcome of `target` among them."""
+    return outcome_of(command(prefix, nodeids), target, timeout, env)
+
+
+def outcome_of(shell_command: str, target: str, timeout: float, env: Mapping[str, str] | None = None) -> str:
+    """Run a replay command (or one that wraps it) in a fresh process, with `env` added; the
+    outcome of `target` in it."""
     with tempfile.TemporaryDirectory(prefix="harness-replay-") as folder:
         events = Path(folder) / "events.jsonl"
-        process = _start(command(prefix, nodeids), {Env.EVENTS: str(events)})
+        process = _start(shell_command, {**(env or {}), Env.EVENTS: str(events)})
         try:
             process.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -75,6 +87,7 @@ class _Host:
     control: int  # write end of the host's command pipe
     select: Path  # the node ids the next worker runs
     events: EventStream
+    settings: Path  # the CinderX settings of the next worker (JSON), for a settable Rerunner
 
     def stop(self) -> None:
         try:
@@ -90,21 +103,28 @@ class Rerunner:
 
     timeout: float
     restart: str = "warm"  # warm: forks of a collected host where it is safe; fresh: a new process each time
+    settable: bool = False  # each rerun may carry CinderX settings (its hosts keep CinderX unimported)
     folder: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="harness-reruns-")))
     _hosts: dict[tuple[str, str], _Host | None] = field(default_factory=dict)
     warm_reruns: int = 0
     fresh_reruns: int = 0
 
-    def outcome(self, prefix: str, nodeids: Sequence[str], target: str) -> str:
-        """Run `nodeids` in order, alone; the outcome of `target` among them."""
+    def outcome(self, prefix: str, nodeids: Sequence[str], target: str,
+                settings: Mapping[str, str] | None = None) -> str:
+        """Run `nodeids` in order, alone, with CinderX `settings` (a settable Rerunner only); the
+        outcome of `target` among them."""
+        if settings and not self.settable:
+            raise ValueError("CinderX settings need a settable Rerunner")
         key = (prefix, target.split("::", 1)[0])
         if self.restart == "warm" and key not in self._hosts:
             self._hosts[key] = self._start_host(*key, len(self._hosts))
         host = self._hosts.get(key)
         if host is None:
             self.fresh_reruns += 1
-            return outcome(prefix, nodeids, target, self.timeout)
+            return outcome(prefix, nodeids, target, self.timeout, settings)
         self.warm_reruns += 1
+        if self.settable:
+            host.settings.write_text(json.dumps(dict(settings or {})), encoding="utf-8")
         found = self._in_fork(host, nodeids, target)
         if host.process.poll() is not None:  # the host itself died: later reruns start afresh
             self._hosts[key] = None
@@ -128,14 +148,16 @@ class Rerunner:
     def _start_host(self, prefix: str, file: str, number: int) -> _Host | None:
         """A host collected and ready to fork, or None when it cannot be one (then: fresh reruns)."""
         select, events = self.folder / f"{number}.select", self.folder / f"{number}.jsonl"
+        settings = self.folder / f"{number}.settings"
         select.write_text("")
         read, write = os.pipe()
+        env = {Env.EVENTS: str(events), Env.SELECT: str(select), Env.CONTROL_FD: str(read),
+               **({Env.JIT_SETTINGS: str(settings)} if self.settable else {})}
         try:
-            process = _start(command(prefix, [file]), {Env.EVENTS: str(events), Env.SELECT: str(select),
-                                                       Env.CONTROL_FD: str(read)}, pass_fds=(read,))
+            process = _start(command(prefix, [file]), env, pass_fds=(read,))
         finally:
             os.close(read)
-        host = _Host(process, write, select, EventStream(events))
+        host = _Host(process, write, select, EventStream(events), settings)
         deadline = time.monotonic() + HOST_START_SECONDS
         while time.monotonic() < deadline and process.poll() is None:
             host.events.read_new()
@@ -179,7 +201,8 @@ def _follow(host: _Host, deadline: float, until: str | None = None) -> Iterator[
 
 
 def _start(shell_command: str, extra_env: dict[str, str], pass_fds: tuple[int, ...] = ()) -> subprocess.Popen[bytes]:
-    env = {key: value for key, value in os.environ.items() if key not in (Env.DESELECT, Env.SELECT, Env.CONTROL_FD)}
+    env = {key: value for key, value in os.environ.items()
+           if key not in (Env.DESELECT, Env.SELECT, Env.CONTROL_FD, Env.JIT_SETTINGS)}
     return subprocess.Popen(["/bin/sh", "-c", shell_command], env={**env, **extra_env}, stdin=subprocess.DEVNULL,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
                             pass_fds=pass_fds)

@@ -24,7 +24,7 @@ from pathlib import Path
 
 DATA = Path(__file__).with_name("data") / "cinderx_variables.txt"
 PREFIXES = ("CINDERX_", "PYTHONJIT")
-_HELP_NAME = re.compile(r"\balso ([A-Z][A-Z0-9_]+)")
+_HELP_NAME = re.compile(r"\balso\s+([A-Z][A-Z0-9_]+)")  # the help wraps lines, "also" ending one
 _LITERAL = re.compile(r"""["']((?:CINDERX_|PYTHONJIT)[A-Z0-9_]*)["']""")
 _JIT_PREFIX = "CINDERX_JIT_"
 

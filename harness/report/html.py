@@ -17,7 +17,7 @@ from markupsafe import Markup
 
 from harness.report import charts
 from harness.report.model import Cell, Finding, Heatmap, Report, Section, Status
-from harness.report.text import counts, percent, speedup, verdict_line
+from harness.report.text import counts, culprit_cost, culprit_functions, culprit_inlined, percent, speedup, verdict_line
 
 HEATMAP_ROWS = 40  # modules drawn in the heatmap; the modules table below holds them all
 PAGE_ROWS = 50  # table rows shown at once
@@ -152,10 +152,11 @@ def _finding(finding: Finding) -> dict[str, str]:
         "polluters": ", ".join(finding.polluters),
         "known": f"known: {finding.known.reason}" if finding.known else "",
         "known_link": finding.known.link if finding.known else "",
-        "culprit": ", ".join(culprit.functions) if culprit else "",
-        "culprit_passes": f"passes: {', '.join(culprit.passes)}" if culprit and culprit.passes else "",
-        "culprit_note": (f"{culprit.probes} probes, {culprit.seconds:.0f} s" + (f"; {culprit.note}" if culprit.note else "")
-                         if culprit else ""),
+        "culprit": culprit_functions(culprit) if culprit else "",
+        "culprit_inlined": culprit_inlined(culprit) if culprit else "",
+        "culprit_passes": ", ".join(culprit.passes) if culprit else "",
+        "culprit_note": "; ".join(filter(None, [culprit_cost(culprit), culprit.note])) if culprit else "",
+        "culprit_jit_list": culprit.jit_list if culprit else "",
         "culprit_reproducer": culprit.reproducer if culprit else "",
         "new_since": f"new since {finding.new_since}" if finding.new_since else "",
     }

@@ -42,6 +42,7 @@ def _document(report: Report, section: Section) -> dict[str, Any]:
         "notes": list(comparison.notes),
         "exit_status": comparison.exit_status,
         "versions": {"baseline": comparison.baseline_versions, "candidate": comparison.candidate_versions},
+        "candidate_runs": list(comparison.candidate_runs),
         "summary": {
             "regressions": len(comparison.regressions),
             "known_regressions": len(comparison.known),
@@ -93,8 +94,7 @@ def _known(known: Known) -> dict[str, str]:
 
 
 def _culprit(culprit: Culprit) -> dict[str, Any]:
-    return {"functions": list(culprit.functions), "passes": list(culprit.passes), "reproducer": culprit.reproducer,
-            "probes": culprit.probes, "seconds": culprit.seconds, "note": culprit.note}
+    return culprit.to_json()
 
 
 def _interval(interval: Interval | None) -> dict[str, Any] | None:

@@ -11,8 +11,8 @@ from collections.abc import Iterable
 
 from harness.compare.diff import ModuleRow
 from harness.compare.sweep import column_label
-from harness.report.model import Finding, Report, Section, Status, SweepLine, compiled_total
-from harness.report.text import counts, speedup, summed
+from harness.report.model import Culprit, Finding, Report, Section, Status, SweepLine, compiled_total
+from harness.report.text import counts, culprit_cost, culprit_inlined, speedup, summed
 
 TOP_REGRESSIONS = 10  # per comparison; the HTML report lists them all
 TOP_MODULES = 20  # per table, worst first
@@ -82,7 +82,7 @@ def _regression(f: Finding) -> list[str]:
     if f.detail:
         lines.append(f"  - {f.detail.splitlines()[0]}")
     if f.culprit:
-        lines.append(f"  - culprit: {', '.join(f'`{name}`' for name in f.culprit.functions)}")
+        lines += _culprit(f.culprit)
     if f.polluters:
         lines.append(f"  - fails only after: {', '.join(f'`{p}`' for p in f.polluters)}")
     if f.confirmation:
@@ -91,6 +91,20 @@ def _regression(f: Finding) -> list[str]:
         lines.append(f"  - baseline replay: `{f.baseline_replay}`")
     if f.replay:
         lines.append(f"  - candidate replay: `{f.replay}`")
+    return lines
+
+
+def _culprit(culprit: Culprit) -> list[str]:
+    """The functions to blame with their inlining and passes, what the search cost, its reproducer."""
+    lines = [f"  - culprit: {', '.join(f'`{fn.where}`' for fn in culprit.functions) or 'none'} ({culprit_cost(culprit)})"]
+    if culprit_inlined(culprit):
+        lines.append(f"  - inlined into it: {culprit_inlined(culprit)}")
+    if culprit.passes:
+        lines.append(f"  - HIR passes that matter: {', '.join(culprit.passes)}")
+    if culprit.note:
+        lines.append(f"  - culprit search: {culprit.note}")
+    if culprit.reproducer:
+        lines.append(f"  - reproducer (JIT list `{culprit.jit_list}`): `{culprit.reproducer}`")
     return lines
 
 

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from harness.compare.diff import Comparison, Known, KnownFixed, ModuleRow
 from harness.compare.sweep import Sweep, sweeps
 from harness.protocol import Outcome
+from harness.record.culprits import Culprit  # a regression's culprit, as the search recorded it
 
 if TYPE_CHECKING:  # the perf modules import pyperf, which the diff's interpreter need not have
     from harness.compare.history import History as RunHistory
@@ -30,18 +31,6 @@ class Status(StrEnum):
     CONFIRMED = "confirmed"  # failed every rerun in the candidate, passed every rerun in the baseline
     UNCONFIRMED = "not confirmed"  # not rerun (no --confirm) or could not be rerun
     FLAKY = "flaky"  # its reruns or rerun history disagree with themselves
-
-
-@dataclass(frozen=True)
-class Culprit:
-    """The JIT-compiled function(s) to blame for one regression, and how to reproduce it."""
-
-    functions: tuple[str, ...]  # `module:qualname (file:line)`, smallest failing set
-    passes: tuple[str, ...] = ()  # JIT optimization passes whose removal makes the failure go away
-    reproducer: str = ""  # a command that fails with only the culprit compiled
-    probes: int = 0
-    seconds: float = 0.0
-    note: str = ""  # why the search stopped short (a flaky probe, not bisectable)
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from harness.record.culprits import Culprit
 from harness.report.model import Interval, Report
 
 _CORE = ("passed", "failed", "error", "skipped", "xfailed")
@@ -44,3 +45,19 @@ def verdict_line(report: Report) -> str:
         return "Valid comparison: no new regressions" + known if totals.known else "Valid comparison: no regressions"
     confirmed = f", {totals.confirmed} confirmed" if totals.confirmed else ""
     return f"Valid comparison: {totals.regressions} regression{'s' * (totals.regressions != 1)}{confirmed}{known}"
+
+
+def culprit_functions(culprit: Culprit) -> str:
+    """`module:qualname (file:line)` per culprit function, or why there is none (the search's status)."""
+    return ", ".join(function.where for function in culprit.functions) or f"none ({culprit.status})"
+
+
+def culprit_inlined(culprit: Culprit) -> str:
+    """What CinderX inlined into the culprit functions: `f ← g, h` (empty when nothing was)."""
+    return "; ".join(f"{function.name} ← {', '.join(function.inlined)}" for function in culprit.functions
+                     if function.inlined)
+
+
+def culprit_cost(culprit: Culprit) -> str:
+    return (f"{culprit.status}: {culprit.candidates} candidates, {culprit.probes} probes "
+            f"({culprit.reruns} reruns), {culprit.seconds:.0f} s")

@@ -40,6 +40,7 @@ def engage() -> None:
         return
     # A descendant has no collection phase: it engages at start. The dynamo pause of
     # compile_disengage would import torch in every descendant; it applies in test processes only.
+    jit.own_log()
     _state["error"] = jit.apply(Request(request.mode, request.threshold))
     watch_forks()
     atexit.register(_report)

@@ -10,6 +10,8 @@ from __future__ import annotations
 import functools
 import importlib
 import importlib.util
+import json
+import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -19,6 +21,7 @@ from typing import Any
 from harness.protocol import JitMode, Request
 
 CINDERX_MODULES = ("cinderx", "_cinderx", "cinderjit")
+LOG_FILE = "CINDERX_JIT_LOG_FILE"  # CinderX's log file, which it empties when it starts (culprit search)
 
 
 @dataclass(frozen=True)
@@ -49,6 +52,35 @@ def cinderx_origin() -> str | None:
         if spec is not None:
             return f"{name} importable from {spec.origin}"
     return None
+
+
+def cinderx_loaded() -> str | None:
+    """The CinderX module this process has imported already, if any."""
+    return next((name for name in CINDERX_MODULES if name in sys.modules), None)
+
+
+def load_settings(path: str) -> str | None:
+    """Put the CinderX settings a rerun client wrote (JSON: environment variable -> value: a JIT
+    list, a debug log, a pass switched off) into this process's environment, where CinderX reads
+    them when it is imported, as from a process started with them. Returns why they cannot apply."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            settings = json.load(handle)
+    except (OSError, ValueError) as error:
+        return f"cannot read the CinderX settings {path}: {error}"
+    loaded = cinderx_loaded()
+    if settings and loaded:
+        return f"CinderX settings not applied: {loaded} was imported before this worker started"
+    os.environ.update({str(name): str(value) for name, value in settings.items()})
+    return None
+
+
+def own_log() -> None:
+    """In a process a test started: CinderX's log goes beside its parent's (`LOG.<pid>`), which
+    CinderX would otherwise empty when it starts here."""
+    log = os.environ.get(LOG_FILE)
+    if log:
+        os.environ[LOG_FILE] = f"{log}.{os.getpid()}"
 
 
 def _jit_module() -> Any:

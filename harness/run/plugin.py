@@ -124,6 +124,8 @@ def _why_not_warm(session: pytest.Session) -> str | None:
         return "collection only"
     if session.config.pluginmanager.hasplugin("dsession"):
         return "pytest-xdist runs the tests"
+    if _private[Env.JIT_SETTINGS] and jit.cinderx_loaded():
+        return f"{jit.cinderx_loaded()} was imported during collection: a fork cannot change CinderX's settings"
     return forkserver.unsafe_to_fork(_private[Env.CONTROL_FD])
 
 
@@ -149,7 +151,8 @@ def _start_worker(session: pytest.Session) -> None:
         capture.read_global_capture()  # drop what a dead worker wrote into the shared capture file
     _leave_out_finished(session.config, session.items)
     _keep_selected(session.config, session.items)
-    _switch_jit()
+    settings = _private[Env.JIT_SETTINGS]
+    _switch_jit(jit.load_settings(settings) if settings else None)
 
 
 def _keep_selected(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -163,10 +166,10 @@ def _keep_selected(config: pytest.Config, items: list[pytest.Item]) -> None:
     items[:] = [item for item in items if item.nodeid in wanted]
 
 
-def _switch_jit() -> None:
+def _switch_jit(settings_error: str | None = None) -> None:
     """Apply the JIT request; record what CinderX reports before and after (validity compares them)."""
     before = jit.snapshot()
-    error = jit.apply(_request)
+    error = "; ".join(filter(None, [settings_error, jit.apply(_request)])) or None
     _recorder.emit(Event.JIT_APPLIED, error=error, state=jit.snapshot().as_dict(), collected=_collected,
                    compiled_before=before.compiled)
     if _request.mode != JitMode.ABSENT:  # the processes the tests start get the same JIT, and prove it

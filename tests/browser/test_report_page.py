@@ -19,7 +19,8 @@ from harness.compare import known
 from harness.compare.diff import compare
 from harness.record.store import load_side
 from harness.report import html
-from harness.report.model import Culprit, History, Since, Trend, TrendPoint, build
+from harness.record.culprits import Culprit, CulpritFunction, CulpritStatus
+from harness.report.model import History, Since, Trend, TrendPoint, build
 from tests.browser.conftest import harness
 from tests.conftest import FIXTURES, run_fixtures
 from tests.unit.test_perf_report import run_directory, suite_file
@@ -72,9 +73,11 @@ def annotated(baseline: Path, candidate: Path):
                        " link: 'https://example.org/1'}\n"
                        "    - {test: 'test_ops::test_mul_is_right', reason: fixed by the last release}\n")
     comparison = known.classify(comparison, known.load(entries), load_side(candidate).results)
-    culprit = Culprit(("test_crash:test_crashes (test_crash.py:7)",), passes=("inliner",),
-                      reproducer="python -X jit-list-file=culprit.txt -m pytest test_crash.py::test_crashes",
-                      probes=9, seconds=12.0)
+    culprit = Culprit(CulpritStatus.FOUND, (CulpritFunction("test_crash:test_crashes", "test_crash.py", 7,
+                                                            inlined=("test_crash:helper",)),),
+                      passes=("InlineFunctionCalls",), jit_list="culprits/test_crashes.jitlist",
+                      reproducer="env CINDERX_JIT_LIST_FILE=culprit.jitlist sh -c 'pytest test_crash.py::test_crashes'",
+                      probes=9, reruns=18, seconds=12.0)
     trend = Trend(label, tuple(TrendPoint(f"run {n}", f"11-2{n}", regressions, flaky)
                                for n, (regressions, flaky) in enumerate(((0, 1), (2, 1), (4, 0)), 1)))
     history = History(trends=(trend,), new_since=(Since(label, "test_crash::test_crashes", "run 2"),),
@@ -211,12 +214,16 @@ def test_known_culprit_and_history_parts_show_where_they_belong(reports, open_re
     assert rows(opened) == ["test_ops::test_add_is_right"]
     assert page.locator("#findings-body .badge.known").inner_text() == "known: wrong rounding in add, upstream bug"
     page.select_option("select[data-filter=status]", "")
-    page.fill("#search", "inliner")  # culprits are searchable
+    page.fill("#search", "InlineFunctionCalls")  # culprits are searchable
     crash = page.locator("#findings-body tr").first
     assert crash.locator("code[data-field=culprit]").inner_text() == "test_crash:test_crashes (test_crash.py:7)"
+    assert crash.locator("[data-field=culprit_inlined]").inner_text() == "inlined: test_crash:test_crashes ← test_crash:helper"
+    assert crash.locator("[data-field=culprit_passes]").inner_text() == "HIR passes that matter: InlineFunctionCalls"
+    assert crash.locator("[data-field=culprit_note]").inner_text() == "found: 0 candidates, 9 probes (18 reruns), 12 s"
+    assert crash.locator("[data-field=culprit_jit_list]").inner_text() == "JIT list: culprits/test_crashes.jitlist"
     assert crash.locator("[data-field=new_since]").inner_text() == "new since run 2"
     crash.locator("button[data-copy=culprit_reproducer]").click()
-    page.wait_for_function("async () => (await navigator.clipboard.readText()).includes('jit-list-file=culprit.txt')")
+    page.wait_for_function("async () => (await navigator.clipboard.readText()).includes('CINDERX_JIT_LIST_FILE=culprit.jitlist')")
     assert page.locator("#known-fixed + p + table tbody tr td code").all_inner_texts() == ["test_ops::test_mul_is_right"]
     assert page.locator("#history figure svg").count() == 1
     assert page.locator("#history table code").all_inner_texts() == ["test_ops::test_mul_is_right"]

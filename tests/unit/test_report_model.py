@@ -14,7 +14,8 @@ from harness.compare.diff import compare
 from harness.record.model import FileRecord, RunRecord, TestResult
 from harness.record.store import Side
 from harness.report import html, json_report, markdown
-from harness.report.model import Culprit, History, Since, Status, Trend, TrendPoint, build
+from harness.record.culprits import Culprit, CulpritFunction, CulpritStatus
+from harness.report.model import History, Since, Status, Trend, TrendPoint, build
 
 pytestmark = pytest.mark.unit
 
@@ -89,7 +90,10 @@ def test_known_regressions_are_shown_apart_and_the_ones_that_no_longer_fail_are_
 
 def parts(label: str):
     """The optional parts producers add beside the comparison: a culprit and run history."""
-    culprit = Culprit(("torch.nn.modules.linear:Linear.forward (linear.py:125)",), reproducer="repro", probes=7)
+    culprit = Culprit(CulpritStatus.FOUND, (CulpritFunction("torch.nn.modules.linear:Linear.forward", "linear.py", 125,
+                                                            inlined=("torch.nn.functional:linear",)),),
+                      passes=("Simplify",), reproducer="repro", jit_list="run/culprits/x.jitlist", candidates=40,
+                      probes=7, reruns=14, seconds=3.0)
     history = History(trends=(Trend(label, (TrendPoint("r1", "11-20", 0, 1), TrendPoint("r2", "11-21", 3, 0))),),
                       new_since=(Since(label, "test_a::test_2", "r2"),), recovered=(Since(label, "test_b::test_1", "r2"),))
     return {"culprits": {(label, "test_a::test_2"): culprit}, "history": history}
@@ -113,7 +117,11 @@ def test_json_keeps_the_contract_and_adds_optional_parts_only_when_given(tmp_pat
     annotated = with_known(comparison, tmp_path, KNOWN)
     full = json_report.to_json(build([annotated], **parts(comparison.candidate)))
     by_test = {r["test"]: r for r in full["regressions"]}
-    assert by_test["test_a::test_2"]["culprit"]["functions"] == ["torch.nn.modules.linear:Linear.forward (linear.py:125)"]
+    culprit = by_test["test_a::test_2"]["culprit"]
+    assert culprit["status"] == "found" and culprit["passes"] == ["Simplify"] and culprit["probes"] == 7
+    assert culprit["functions"] == [{"name": "torch.nn.modules.linear:Linear.forward", "file": "linear.py", "line": 125,
+                                     "inlined": ["torch.nn.functional:linear"]}]
+    assert (culprit["reproducer"], culprit["jit_list"], culprit["seconds"]) == ("repro", "run/culprits/x.jitlist", 3.0)
     assert by_test["test_a::test_2"]["new_since"] == "r2"
     [known_one] = full["known_regressions"]
     assert known_one["test"] == "test_b::test_3" and known_one["known"]["reason"] == "a known TypeError"
@@ -139,7 +147,11 @@ def test_markdown_is_short_top_regressions_then_a_pointer_to_the_page(tmp_path):
     assert text.count("\n- `test_m::") == markdown.TOP_REGRESSIONS
     assert text.rstrip().endswith(markdown.HTML_POINTER)
     annotated = markdown.render(build([with_known(candidate(), tmp_path, KNOWN)], **parts(candidate().candidate)))
-    assert "  - culprit: `torch.nn.modules.linear:Linear.forward (linear.py:125)`" in annotated
+    assert ("  - culprit: `torch.nn.modules.linear:Linear.forward (linear.py:125)` (found: 40 candidates, 7 probes "
+            "(14 reruns), 3 s)") in annotated
+    assert "  - inlined into it: torch.nn.modules.linear:Linear.forward ← torch.nn.functional:linear" in annotated
+    assert "  - HIR passes that matter: Simplify" in annotated
+    assert "  - reproducer (JIT list `run/culprits/x.jitlist`): `repro`" in annotated
     assert "· new since r2" in annotated and "Regressions: **2** (+1 known)" in annotated
     assert "Known regressions: 1, from " in annotated and "known, now fixed: 1 (remove their entries)" in annotated
 

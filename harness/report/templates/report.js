@@ -82,7 +82,8 @@
 
   const filters = Array.from(document.querySelectorAll("select[data-filter]"));
   const findings = new PagedTable("findings",
-    ["test", "module", "configuration", "classification", "detail", "culprit", "culprit_passes", "confirmation", "known"],
+    ["test", "module", "configuration", "classification", "detail", "culprit", "culprit_inlined", "culprit_passes",
+     "culprit_note", "confirmation", "known"],
     (row) => filters.every((select) => {
       const wanted = select.value;
       if (!wanted) return true;

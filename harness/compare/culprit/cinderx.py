@@ -1,0 +1,148 @@
+"""CinderX's own words for what a culprit search sets and reads back: one place for all of them.
+
+Settings are environment variables CinderX reads when it is imported (`python -X cinderx-jit-help
+-c "import cinderx"` lists them); it ignores names it does not know, so nothing set here is trusted
+until its debug log shows it took effect:
+- a JIT list file of `module:qualname` lines restricts compilation to the functions it names;
+- the debug log, written to a file, says `Compiling module:qualname` when a compile starts,
+  `Finished compiling module:qualname` when it ends (`Background compile failed: N for
+  module:qualname` when CinderX gave up on it), and `Inlining function CALLEE into CALLER`;
+- each optional HIR pass has a switch; with the pass dump on, the log names every pass that ran
+  (`HIR for FUNCTION after pass NAME:`), so a pass switched off is seen not to run;
+- the inliner's own log (`CINDERX_JIT_DEBUG_INLINER`, without the debug log) names only the
+  function it inlines into, line by line (`Inlining function X into F`, `Can't inline X into F
+  ...`, `Pruning cold call to X from F: ...`). A search of a crash in the compile thread that does
+  not happen every time runs with it: on CinderX 2026.11.2.0 the full debug log made the stress
+  tier's crash rarer (2 of 114 reruns with it; 10 of 185 without it or with the inliner's log alone).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.run.jit import LOG_FILE  # processes a test starts log beside it (LOG.<pid>), see own_log
+
+JIT_LIST_FILE = "CINDERX_JIT_LIST_FILE"
+DEBUG = "CINDERX_JIT_DEBUG"
+INLINER_DEBUG = "CINDERX_JIT_DEBUG_INLINER"
+DUMP_HIR_PASSES = "CINDERX_JIT_DUMP_HIR_PASSES"
+COMPILE_THREAD = "bg_cx_compile"  # the name CinderX gives its background compile thread
+
+# The optional HIR passes, as the pass dump names them, and the switch that turns each off ("0").
+# Measured on CinderX 2026.11.2.0: with each switch at 0 exactly its pass is missing from the dump.
+PASSES: dict[str, str] = {
+    "BeginInlinedFunctionElimination": "CINDERX_JIT_BEGIN_INLINED_FUNCTION_ELIM",
+    "CleanCFG": "CINDERX_JIT_CLEAN_CFG",
+    "CommonSubexpressionElimination": "CINDERX_JIT_COMMON_SUBEXPRESSION_ELIM",
+    "DeadCodeElimination": "CINDERX_JIT_DEAD_CODE_ELIM",
+    "DynamicComparisonElimination": "CINDERX_JIT_DYNAMIC_COMPARISON_ELIM",
+    "GuardTypeRemoval": "CINDERX_JIT_GUARD_TYPE_REMOVAL",
+    "InlineFunctionCalls": "CINDERX_JIT_ENABLE_HIR_INLINER",
+    "LoadMethodElimination": "CINDERX_JIT_BUILTIN_LOAD_METHOD_ELIM",
+    "PhiElimination": "CINDERX_JIT_PHI_ELIM",
+    "Simplify": "CINDERX_JIT_SIMPLIFY",
+    "SinkPrimitiveBox": "CINDERX_JIT_SINK_PRIMITIVE_BOX",
+}
+
+_COMPILING = re.compile(r" -- Compiling (\S+)$")
+_FINISHED = re.compile(r" -- (?:Finished compiling|Background compile failed: \S+ for) (\S+)")
+_INLINING = re.compile(r" -- Inlining function (\S+) into (\S+)$")
+_AFTER_PASS = re.compile(r" -- HIR for (\S+) after pass (\w+):")
+_INLINING_INTO = re.compile(r" -- (?:(?:Inlining function|Can't inline|Refusing to inline functions|Tried to inline)"
+                            r"\b.*? into|Pruning cold call to \S+ from) ([^\s,]+?)[:,]?(?: |$)")
+_DIED_IN_COMPILE_THREAD = re.compile(rf"^Current thread 0x[0-9a-f]+ \[{COMPILE_THREAD}\]", re.MULTILINE)
+
+
+def settings(log: Path, jit_list: Path | None = None, without_pass: str | None = None,
+             inliner_only: bool = False) -> dict[str, str]:
+    """The environment of one probe: the debug log (or only the inliner's) into `log`, the JIT list
+    (None: no list, every function may compile), and one HIR pass switched off (its dump on, to
+    see it did not run)."""
+    found = {INLINER_DEBUG if inliner_only else DEBUG: "1", LOG_FILE: str(log)}
+    if jit_list is not None:
+        found[JIT_LIST_FILE] = str(jit_list)
+    if without_pass is not None:
+        found[PASSES[without_pass]] = "0"
+        found[DUMP_HIR_PASSES] = "1"
+    return found
+
+
+def write_jit_list(path: Path, functions: Iterable[str]) -> None:
+    path.write_text("".join(f"{name}\n" for name in functions), encoding="utf-8")
+
+
+@dataclass(frozen=True)
+class Log:
+    """What one process's debug log says CinderX did."""
+
+    written: bool  # False: CinderX never read the settings (never imported, or ignored them)
+    compiled: tuple[str, ...]  # compiles started, in order (a name once); none in the inliner's log alone
+    unfinished: tuple[str, ...]  # compiles started and never finished: in flight when the process died
+    inlined: tuple[tuple[str, str], ...]  # (callee, caller)
+    passes: dict[str, frozenset[str]]  # function -> HIR passes that ran on it (with the pass dump on)
+    inlining: tuple[str, ...] = ()  # the functions the inliner worked on, in order (a name once)
+    last_inlining: str | None = None  # the function named by the inliner's last line
+
+    @property
+    def compiling(self) -> tuple[str, ...]:
+        """What CinderX was compiling when the log ends: the compiles it never finished, or (the
+        inliner's log alone) the function its inliner was working on last."""
+        if self.compiled:
+            return self.unfinished
+        return (self.last_inlining,) if self.last_inlining else ()
+
+    def inlined_into(self, caller: str) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(callee for callee, into in self.inlined if into == caller))
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Every function the JIT compiled or inlined: the candidates for a culprit."""
+        return tuple(dict.fromkeys([*self.compiled, *(callee for callee, _ in self.inlined)]))
+
+    def outside(self, jit_list: Sequence[str]) -> tuple[str, ...]:
+        """Functions compiled although the JIT list does not name them (the list did not apply)."""
+        allowed = set(jit_list)
+        return tuple(name for name in (*self.compiled, *self.inlining) if name not in allowed)
+
+
+def logs(path: Path) -> list[Path]:
+    """The log of a rerun's test process, and those of the processes it started (`path.<pid>`)."""
+    return [path, *sorted(path.parent.glob(f"{path.name}.*"))] if path.is_file() else []
+
+
+def read_log(path: Path) -> Log:
+    """What CinderX logged in a rerun's test process and in the processes it started."""
+    files = logs(path)
+    if not files:
+        return Log(False, (), (), (), {})
+    compiled: dict[str, None] = {}
+    finished: set[str] = set()
+    inlined: dict[tuple[str, str], None] = {}
+    passes: dict[str, set[str]] = {}
+    inlining: dict[str, None] = {}
+    last_inlining = None  # in the test process's own log: a crash there is what the search explains
+    lines = ((file == path, line) for file in files
+             for line in file.read_text(encoding="utf-8", errors="replace").splitlines())
+    for own, line in lines:
+        if match := _COMPILING.search(line):
+            compiled.setdefault(match[1])
+        elif match := _FINISHED.search(line):
+            finished.add(match[1])
+        elif match := _INLINING.search(line):
+            inlined.setdefault((match[1], match[2]))
+        elif match := _AFTER_PASS.search(line):
+            passes.setdefault(match[1], set()).add(match[2])
+        if match := _INLINING_INTO.search(line):
+            inlining.setdefault(match[1])
+            last_inlining = match[1] if own else last_inlining
+    return Log(True, tuple(compiled), tuple(name for name in compiled if name not in finished), tuple(inlined),
+               {name: frozenset(ran) for name, ran in passes.items()}, tuple(inlining), last_inlining)
+
+
+def died_compiling(text: str) -> bool:
+    """True when faulthandler's dump says the process died in CinderX's background compile thread
+    (`Current thread 0x00007fad50fff6c0 [bg_cx_compile] (most recent call first):`)."""
+    return _DIED_IN_COMPILE_THREAD.search(text) is not None

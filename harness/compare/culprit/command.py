@@ -1,0 +1,148 @@
+"""`python -m harness culprit RUN_DIR_OR_REPORT` and `diff --culprit`: which functions to blame.
+
+Each search's culprit is written into the candidate run directory (harness/record/culprits.py) as
+soon as it is found, so an interrupted search loses nothing finished, and every later diff of that
+run shows it in the Markdown, JSON and HTML reports.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from harness.arguments import path_argument
+from harness.compare.replay import RERUN_TIMEOUT
+from harness.errors import HarnessError
+from harness.exits import ExitStatus
+
+if TYPE_CHECKING:
+    from harness.compare.culprit.probes import Budget, Target
+    from harness.compare.diff import Comparison
+    from harness.record.culprits import Culprit
+    from harness.record.store import Side
+
+DEFAULT_PROBES = 2  # reruns per JIT list: two disagreeing reruns are enough to call a probe flaky
+DEFAULT_ATTEMPTS = 10  # a compile-thread crash seen in 1 of 10 runs is caught again with probability 0.65
+
+
+def add_commands(commands: argparse._SubParsersAction) -> None:
+    culprit = commands.add_parser(
+        "culprit", help="bisect the JIT list of failing tests down to the compiled functions to blame",
+        description="For each confirmed regression, crash or timeout of a JIT configuration (a report.json "
+                    "written by diff), or each crash and timeout of a run directory: the smallest set of "
+                    "functions whose compilation makes it fail, the HIR passes that matter, and a reproducer "
+                    "(a JIT list file in the run directory and a command). Results go into the run directory; "
+                    "diff shows them.")
+    culprit.add_argument("source", type=path_argument, metavar="RUN_DIR_OR_REPORT",
+                         help="a run directory of a JIT configuration, or a report.json written by diff")
+    culprit.add_argument("--test", action="append", default=[], metavar="ID",
+                         help="only this test (classname::name or node id); repeatable. In a run directory: any "
+                              "failing test")
+    culprit.add_argument("--timeout", type=positive, default=RERUN_TIMEOUT, metavar="SECONDS",
+                         help=f"time limit of one rerun (default: {RERUN_TIMEOUT})")
+    culprit.add_argument("--restart", choices=("warm", "fresh"), default="warm",
+                         help="warm (default): reruns in forks of a process that collected the file, where CinderX's "
+                              "settings can still be applied; fresh: a new process each time")
+    add_search_options(culprit)
+    culprit.set_defaults(handler=_culprit)
+
+
+def add_search_options(parser: argparse.ArgumentParser) -> None:
+    """Options a search shares between `culprit` and `diff --culprit`."""
+    parser.add_argument("--probes", type=positive, default=DEFAULT_PROBES, metavar="K",
+                        help=f"reruns per JIT list (default {DEFAULT_PROBES}); a list whose reruns disagree is "
+                             "reported as a flaky probe and the search stops there")
+    parser.add_argument("--jobs", type=positive, default=1, metavar="N", help="culprit search: reruns at the same time (default 1)")
+    parser.add_argument("--attempts", type=positive, default=DEFAULT_ATTEMPTS, metavar="N",
+                        help="reruns to catch a crash in CinderX's compile thread again when it does not happen every "
+                             f"time (default {DEFAULT_ATTEMPTS})")
+
+
+def positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive whole number, not {text!r}")
+    return value
+
+
+def _culprit(args: argparse.Namespace) -> int:
+    from harness.compare.culprit import targets
+    from harness.compare.culprit.probes import Budget
+    from harness.record.store import RUN_RECORD, load_side
+
+    source: Path = args.source
+    if source.is_file():
+        found = [target for _, side_targets in targets.from_report(source, args.test) for target in side_targets]
+    elif (source / RUN_RECORD).is_file():
+        found = targets.from_run(load_side(source), args.test)
+    else:
+        raise HarnessError(f"{source}: neither a run directory ({RUN_RECORD}) nor a report.json")
+    targets.check_named(args.test, found)
+    if not found:
+        print(f"{source}: no confirmed regression, crash or timeout of a JIT configuration to search "
+              "(--test names one)")
+        return ExitStatus.OK
+    for culprit_line in search(found, Budget(args.probes, args.jobs, args.timeout, args.restart, args.attempts), _announce):
+        print(culprit_line)
+    return ExitStatus.OK
+
+
+def search_comparisons(comparisons: Sequence[Comparison], candidates: Sequence[Side], args: argparse.Namespace) -> None:
+    """`diff --culprit`: search every comparison's targets; the culprits land in the run directories."""
+    from harness.compare.culprit import targets
+    from harness.compare.culprit.probes import Budget
+
+    found = [target for comparison, side in zip(comparisons, candidates) if comparison.valid
+             for target in targets.from_regressions(comparison.regressions, side, ())]
+    budget = Budget(args.probes, args.jobs, args.confirm_timeout, args.confirm_restart, args.attempts)
+    for line in search(found, budget, _announce):
+        _announce(line)
+
+
+def search(found: Sequence[Target], budget: Budget, announce) -> list[str]:
+    """Blame each target, writing each culprit into its run directory as soon as it is known."""
+    from harness.compare.culprit.blame import blame
+    from harness.record.culprits import write_culprit
+
+    lines = []
+    for number, target in enumerate(found, 1):
+        announce(f"culprit {number}/{len(found)}: {target.test} ({target.outcome})")
+        culprit = blame(target, budget, announce)
+        write_culprit(target.run, target.test, culprit)
+        lines.append(summary(target.test, culprit))
+    return lines
+
+
+def summary(test: str, culprit: Culprit) -> str:
+    """A few lines per test, for the terminal."""
+    lines = [f"{test}: {culprit.status}"]
+    lines += [f"  culprit: {f.where}" + (f" (inlined into it: {', '.join(f.inlined)})" if f.inlined else "")
+              for f in culprit.functions]
+    if culprit.passes:
+        lines.append(f"  HIR passes that matter: {', '.join(culprit.passes)}")
+    if culprit.note:
+        lines.append(f"  {culprit.note}")
+    lines.append(f"  {culprit.candidates} candidates, {culprit.probes} probes, {culprit.reruns} reruns, "
+                 f"{culprit.seconds:.0f} s")
+    if culprit.reproducer:
+        lines.append(f"  reproducer: {culprit.reproducer}")
+    return "\n".join(lines)
+
+
+def recorded_culprits(comparisons: Sequence[Comparison], candidates: Sequence[Side]) -> dict[tuple[str, str], Culprit]:
+    """The culprits earlier searches wrote into the candidates' run directories, keyed for the report
+    by (candidate label, test)."""
+    from harness.record.culprits import read_culprits
+
+    return {(comparison.candidate, test): culprit for comparison, side in zip(comparisons, candidates)
+            for path, _ in side.parts for test, culprit in read_culprits(path).items()}
+
+
+def _announce(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
