@@ -92,7 +92,8 @@ def _register(configuration: Configuration, tier: Tier) -> None:
     def run(session: nox.Session) -> None:
         _run_configuration(session, configuration, tier)
 
-    run.__doc__ = f"{configuration.description or configuration.name} | {tier.description or tier.name}"
+    without_checkout = f"; without a checkout: {tier.bundled.description}" if tier.bundled else ""
+    run.__doc__ = f"{configuration.description or configuration.name} | {tier.description or tier.name}{without_checkout}"
     nox.session(name=f"{configuration.name}-{tier.name}", python=python, tags=[configuration.name, tier.name],
                 requires=["provision"] if configuration.venv else [])(run)
 

@@ -146,6 +146,7 @@ class RunRecord:
     python: str = ""  # the interpreter the test processes ran under (what --resume reuses)
     absent: tuple[str, ...] = ()  # files the tier names that the tests directory does not have
     entries: tuple[str, ...] = ()  # PyTorch database entries the run was narrowed to (--select NAME)
+    narrowed: tuple[str, ...] = ()  # the files those entries narrow; a file selected by its path runs whole
     schema: int = SCHEMA
 
     @property

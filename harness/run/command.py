@@ -69,8 +69,8 @@ def _run(args: argparse.Namespace) -> int:
     tier, tests_dir = get_tier(args.tier).selecting(args.stage).located(args.tests_dir)
     tests_dir = tests_dir.resolve()
     python = args.python or default_python()
-    targets, entries = _selection(args.select, tier, tests_dir, configuration, python) if args.select \
-        else (tuple(_tier_files(tier, tests_dir, args.stage)), ())
+    targets, entries, narrowed = _selection(args.select, tier, tests_dir, configuration, python) if args.select \
+        else (tuple(_tier_files(tier, tests_dir, args.stage)), (), ())
     absent = () if args.select or args.stage else tuple(tier.absent(tests_dir))
     if args.shard:
         index, count = parse_shard(args.shard)
@@ -82,6 +82,7 @@ def _run(args: argparse.Namespace) -> int:
     request = RunRequest(
         configuration=configuration, tier=tier, tests_dir=tests_dir, targets=targets, results_root=results,
         python=python, command=tuple(sys.argv), jobs=args.jobs, shard=args.shard, absent=absent, entries=entries,
+        narrowed=narrowed,
         stages=tuple(args.stage or ()),
     )
     print(f"run directory: {execute(request)}")
@@ -89,11 +90,12 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _selection(selections: list[str], tier: Tier, tests_dir: Path, configuration: Configuration,
-               python: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """(targets, entries): files and node ids, their file parts normalised and relative to the tests
+               python: str) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    """(targets, entries, narrowed): files and node ids, their file parts normalised and relative to the tests
     directory (an absolute path inside it is accepted; the runner refuses whatever still points
     outside); names of PyTorch test-database entries (`--select add nn.Linear`) resolved, for the
-    bundled suites, to the files that cover them."""
+    bundled suites, to the files that cover them, which those names narrow (a file also selected by
+    its path runs whole)."""
     from harness.configure import entries
     from harness.run.runner import interpreter_environment
 
@@ -103,9 +105,11 @@ def _selection(selections: list[str], tier: Tier, tests_dir: Path, configuration
         raise HarnessError(f"--select {names[0]}: not found under {tests_dir} (names of PyTorch test-database "
                            "entries select from the suites inside torch, run without a PyTorch checkout)")
     if not names:
-        return tuple(paths), ()
+        return tuple(paths), (), ()
     covered = entries.catalog(python, interpreter_environment(configuration, tier))
-    return tuple(dict.fromkeys([*paths, *entries.files_for(names, covered, tier.discover(tests_dir))])), names
+    named = entries.files_for(names, covered, tier.discover(tests_dir))
+    whole = {path.split("::", 1)[0] for path in paths}
+    return tuple(dict.fromkeys([*paths, *named])), names, tuple(file for file in named if file not in whole)
 
 
 def _target(target: str, tests_dir: Path) -> str:

@@ -18,7 +18,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +49,7 @@ class FileContext:
     configuration: Configuration
     run: RunDirectory
     env: dict[str, str]
+    env_per_file: dict[str, dict[str, str]] = field(default_factory=dict)  # added for one file (runner.narrowing)
 
 
 @dataclass(frozen=True)
@@ -107,7 +108,7 @@ def run_file(context: FileContext, file: str, targets: list[str], on_event: Even
     deselect = context.run.events(module).with_suffix(".done")
     reports = context.run.processes(module)
     reports.mkdir(parents=True, exist_ok=True)
-    env = {**context.env, Env.EVENTS: str(stream.path.resolve()), Env.DESELECT: str(deselect.resolve()),
+    env = {**context.env, **context.env_per_file.get(file, {}), Env.EVENTS: str(stream.path.resolve()), Env.DESELECT: str(deselect.resolve()),
            Env.PROCESS_REPORTS: str(reports.resolve()), **processes.marks(context.run.root, file)}
     command = _command(context, file, targets)
     began = time.monotonic()

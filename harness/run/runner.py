@@ -51,6 +51,7 @@ class RunRequest:
     shard: str | None = None
     absent: tuple[str, ...] = ()  # files the tier names that the tests directory lacks (recorded, announced)
     entries: tuple[str, ...] = ()  # PyTorch database entries the bundled suites are narrowed to (--select NAME)
+    narrowed: tuple[str, ...] = ()  # the files that `entries` narrow (those selected by name, not by path)
     stages: tuple[str, ...] = ()  # the tier's stages this run selected (--stage)
 
 
@@ -77,7 +78,7 @@ def execute(request: RunRequest, announce: Callable[[str], None] | None = None) 
     started = datetime.now(timezone.utc)
     run = new_run_directory(request.results_root, config.name, request.tier.name, request.shard, started)
     run.create()
-    env = child_environment(config, request.tier, run, request.entries)
+    env = child_environment(config, request.tier, run)
     try:
         skip = _unmet_requirement(request.tier, request.python, env)
         if skip:
@@ -85,7 +86,8 @@ def execute(request: RunRequest, announce: Callable[[str], None] | None = None) 
             run.write_record(replace(record, status="complete", skipped_reason=skip, finished=_now()))
             (announce or print)(f"tier {request.tier.name} skipped: {skip}")
         else:
-            context = FileContext(request.python, request.tests_dir, request.tier, config, run, env)
+            context = FileContext(request.python, request.tests_dir, request.tier, config, run, env,
+                                  narrowing(request.entries, request.narrowed))
             order = longest_first(list(grouped), earlier_durations(request.results_root, request.tier.name))
             with run.hold(), ThreadPoolExecutor(max_workers=1) as background:
                 record = background.submit(_first_record, request, run, env, started, list(grouped))
@@ -140,6 +142,7 @@ def _first_record(request: RunRequest, run: RunDirectory, env: dict[str, str], s
         python=request.python,
         absent=request.absent,
         entries=request.entries,
+        narrowed=request.narrowed,
     )
     run.write_record(record)
     return record
@@ -187,7 +190,7 @@ def resume(run_dir: Path, configuration: Configuration, tier: Tier, jobs: int,
         finished = {f.file for f in record.files}
         pending = {file: targets for file, targets in grouped.items() if file not in finished}
         context = FileContext(record.python, Path(record.tests_dir), tier, configuration, run,
-                              child_environment(configuration, tier, run, record.entries))
+                              child_environment(configuration, tier, run), narrowing(record.entries, record.narrowed))
         record = replace(record, status="running", finished=None)
         run.write_record(record)
         written: Future[RunRecord] = Future()
@@ -267,15 +270,17 @@ def _run_files(context: FileContext, record: Future[RunRecord], pending: dict[st
     write(status="complete", finished=_now())
 
 
-def child_environment(config: Configuration, tier: Tier, run: RunDirectory,
-                      entries: tuple[str, ...] = ()) -> dict[str, str]:
+def child_environment(config: Configuration, tier: Tier, run: RunDirectory) -> dict[str, str]:
     """The same environment discipline in every configuration; only the configuration's own part
-    differs. Each run has its own caches; `entries` narrows bundled suites to those database entries."""
+    differs. Each run has its own caches."""
     env = interpreter_environment(config, tier)
     env.update({name: str((run.cache / folder).resolve()) for name, folder in PER_RUN_FOLDERS.items()})
-    if entries:
-        env[Env.ENTRIES] = ",".join(entries)
     return env
+
+
+def narrowing(entries: tuple[str, ...], files: tuple[str, ...]) -> dict[str, dict[str, str]]:
+    """Per file, what narrows the bundled suites to the selected database entries (Env.ENTRIES)."""
+    return {file: {Env.ENTRIES: ",".join(entries)} for file in files} if entries else {}
 
 
 def interpreter_environment(config: Configuration, tier: Tier) -> dict[str, str]:
