@@ -1,4 +1,4 @@
-"""Argument types shared by every command's parser: the one place a path option is read.
+"""Argument types shared by every command's parser: the one place a path or a count option is read.
 
 An empty path (`--results ""`, an unset shell variable) means the current directory to `Path`;
 writing a run or a report there by accident is never what was meant, so it is refused (exit 3).
@@ -14,3 +14,13 @@ def path_argument(text: str) -> Path:
     if not text.strip():
         raise argparse.ArgumentTypeError("an empty path (write '.' for the current directory)")
     return Path(text)
+
+
+def positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive whole number, not {text!r}")
+    return value

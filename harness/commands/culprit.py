@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harness.arguments import path_argument
+from harness.commands.arguments import path_argument, positive
 from harness.compare.replay import RERUN_TIMEOUT
 from harness.errors import HarnessError
 from harness.exits import ExitStatus
@@ -59,16 +59,6 @@ def add_search_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--attempts", type=positive, default=DEFAULT_ATTEMPTS, metavar="N",
                         help="reruns to catch a crash in CinderX's compile thread again when it does not happen every "
                              f"time (default {DEFAULT_ATTEMPTS})")
-
-
-def positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive whole number, not {text!r}")
-    return value
 
 
 def _culprit(args: argparse.Namespace) -> int:

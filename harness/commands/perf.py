@@ -12,7 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from harness.arguments import path_argument
+from harness.commands.arguments import path_argument
 from harness.errors import HarnessError
 from harness.perf import benchmarks
 from harness.perf.effort import EFFORTS, Effort

@@ -13,8 +13,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harness.arguments import path_argument
-from harness.compare.culprit.command import add_search_options, positive
+from harness.commands.arguments import path_argument, positive
+from harness.commands.culprit import add_search_options
 from harness.compare.history import WINDOW
 from harness.compare.replay import RERUN_TIMEOUT
 from harness.errors import HarnessError
@@ -167,7 +167,7 @@ def _check_outputs(args: argparse.Namespace) -> None:
 def _report(pairs: list[tuple[Side, Side]], args: argparse.Namespace, perf: PerfComparison | None = None) -> int:
     from harness.compare import known
     from harness.compare.confirm import Reruns, confirm
-    from harness.compare.culprit.command import recorded_culprits, search_comparisons
+    from harness.commands.culprit import recorded_culprits, search_comparisons
     from harness.compare.diff import Comparison, compare
     from harness.compare.validity import Allowances
     from harness.configure.configurations import load_catalog
