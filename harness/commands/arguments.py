@@ -9,6 +9,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from harness.protocol import Setting
+
+RESULTS_HELP = f"results root (default: ${Setting.RESULTS} or ./results)"
+
 
 def path_argument(text: str) -> Path:
     if not text.strip():

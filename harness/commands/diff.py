@@ -13,12 +13,13 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harness.commands.arguments import path_argument, positive
+from harness.commands.arguments import RESULTS_HELP, path_argument, positive
 from harness.commands.culprit import add_search_options
 from harness.compare.history import WINDOW
 from harness.compare.replay import RERUN_TIMEOUT
 from harness.errors import HarnessError
 from harness.exits import ExitStatus
+from harness.protocol import Setting
 from harness.report import FORMATS, unavailable
 
 if TYPE_CHECKING:
@@ -41,7 +42,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     diff.set_defaults(handler=_diff)
     latest = commands.add_parser("diff-latest", help="compare the latest baseline run of each tier with the "
                                                      "latest run of every other configuration (and threshold)")
-    latest.add_argument("--results", type=path_argument, help="results root (default: $HARNESS_RESULTS or ./results)")
+    latest.add_argument("--results", type=path_argument, help=RESULTS_HELP)
     latest.set_defaults(handler=_diff_latest)
     for sub in (diff, latest):
         sub.add_argument("--format", nargs="+", action="extend", choices=FORMATS, dest="formats",
@@ -66,12 +67,11 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
         add_search_options(sub)
         sub.add_argument("--known-regressions", type=Path, metavar="FILE",
                          help="known regressions that add to (per configuration: replace) the shipped "
-                              "harness/configure/data/known_regressions.yaml (default: $HARNESS_KNOWN_REGRESSIONS); "
+                              f"harness/configure/data/known_regressions.yaml (default: ${Setting.KNOWN_REGRESSIONS}); "
                               "they are reported apart and do not count in the exit status")
     history = commands.add_parser("history", help="trends, new failures, recoveries, slower and flaky tests over the "
                                                   "runs in the results database")
-    history.add_argument("--results", type=Path, help="results root (default: $HARNESS_RESULTS or ./results); "
-                                                      "$HARNESS_DB names another database")
+    history.add_argument("--results", type=Path, help=f"{RESULTS_HELP}; ${Setting.DATABASE} names another database")
     history.add_argument("--last", type=positive, default=WINDOW, metavar="N",
                          help=f"runs of each series to look back over (default: {WINDOW})")
     history.add_argument("--config", help="only this configuration")

@@ -31,7 +31,7 @@ from harness.record.model import StoredResult, TestResult
 
 _RESULT_ELEMENT = {Outcome.FAILED: Failure, Outcome.ERROR: Error, Outcome.CRASHED: Error, Outcome.TIMEOUT: Error,
                    Outcome.SKIPPED: Skipped, Outcome.XFAILED: Skipped}
-_ELEMENT_TYPE = {Outcome.CRASHED: "crashed", Outcome.TIMEOUT: "timeout", Outcome.XFAILED: "pytest.xfail"}
+_ELEMENT_TYPE = {Outcome.XFAILED: "pytest.xfail"}  # any other outcome is its own type (crashed, timeout)
 
 READ_CHUNK = 4 << 20  # bytes fed to the parser at once
 # Bytes of one tag still open (a name, an attribute): expat re-scans an open tag on every feed, so

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from harness.errors import HarnessError
+from harness.protocol import Setting
 from harness.record.junit import iter_results
 from harness.record.model import RunRecord, TestResult
 
@@ -33,7 +34,7 @@ RUN_LOCK = "runner.lock"  # held (flock) by the process running the run's files;
 
 
 def default_results_root() -> Path:
-    return Path(os.environ.get("HARNESS_RESULTS") or "results")  # set but empty: the default, not "."
+    return Path(os.environ.get(Setting.RESULTS) or "results")  # set but empty: the default, not "."
 
 
 def ensure_folder(path: Path, what: str) -> Path:
