@@ -3,7 +3,8 @@
     nox -s <configuration>-<tier>     one run (e.g. stock-p0, cinderx-jit-p1); -- passes options
                                       to `python -m harness run` (--threshold 1, --select FILE)
     nox -s diff                       latest baseline run of each tier vs every other configuration
-    nox -s tests                      the harness's own test suite
+    nox -s tests                      the harness's own test suite (all of it: unit, integration, e2e)
+    nox -s unit                       its unit slice, in seconds (reuses the tests environment)
     nox -t p0                         every configuration's p0 session
 
 Every session is a thin call into `_run_configuration`; the matrix is configurations x tiers.
@@ -131,6 +132,16 @@ def tests(session: nox.Session) -> None:
     ensure_chromium(session)
     session.install("--disable-pip-version-check", "-e", f"{ROOT}[test]", TEST_TORCH)
     session.run("pytest", *session.posargs, env={"HARNESS_CHROMIUM": str(CHROMIUM)})
+
+
+@nox.session(python=False)
+def unit(session: nox.Session) -> None:
+    """The fast slice of the harness's own tests (`-m unit`: no process started, seconds), in the
+    `tests` session's environment (built first, collecting only, when it is missing)."""
+    python = ROOT / ".nox" / "tests" / "bin" / "python"
+    if not python.exists():
+        session.run(sys.executable, "-m", "nox", "-s", "tests", "--", "--collect-only", "-q", external=True)
+    session.run(str(python), "-m", "pytest", "-m", "unit", *session.posargs, external=True)
 
 
 # --- Performance (issue 7; docs/perf.md) ------------------------------------------------------------

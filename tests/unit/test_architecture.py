@@ -5,7 +5,11 @@ import against these rules fails here with its file and line, and a new package 
 given a place below.
 """
 
+import pytest
+
 from tools.import_graph import all_imports, module_name, package_of, packages, ROOT
+
+pytestmark = pytest.mark.unit
 
 # --- The rules: which packages of harness/ each package may import (besides itself) ---------------
 # Foundation: the protocol between the runner and its test processes, errors, exit statuses and the

@@ -3,6 +3,10 @@
 from harness.compare.diff import compare
 from harness.record.store import load_side
 
+import pytest
+
+pytestmark = pytest.mark.integration
+
 
 def test_importable_cinderx_marks_every_file_contaminated(run_outcomes, tmp_path):
     fake = tmp_path / "site"

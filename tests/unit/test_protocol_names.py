@@ -9,6 +9,10 @@ from pathlib import Path
 
 from harness.protocol import ENV_PREFIX, Event, Outcome
 
+import pytest
+
+pytestmark = pytest.mark.unit
+
 HARNESS = Path(__file__).resolve().parents[2] / "harness"
 OWNER = HARNESS / "protocol.py"
 NAMES = {**{outcome.value: "outcome" for outcome in Outcome}, **{event.value: "event" for event in Event}}
