@@ -5,6 +5,7 @@
     nox -s diff                       latest baseline run of each tier vs every other configuration
     nox -s tests                      the harness's own test suite (all of it: unit, integration, e2e)
     nox -s unit                       its unit slice, in seconds (reuses the tests environment)
+    nox -s architecture               draw docs/import-graph.svg from the imports of harness/
     nox -t p0                         every configuration's p0 session
 
 Every session is a thin call into `_run_configuration`; the matrix is configurations x tiers.
@@ -142,6 +143,13 @@ def unit(session: nox.Session) -> None:
     if not python.exists():
         session.run(sys.executable, "-m", "nox", "-s", "tests", "--", "--collect-only", "-q", external=True)
     session.run(str(python), "-m", "pytest", "-m", "unit", *session.posargs, external=True)
+
+
+@nox.session
+def architecture(session: nox.Session) -> None:
+    """Draw docs/import-graph.svg (docs/architecture.md) from the imports of harness/."""
+    session.install("--disable-pip-version-check", "matplotlib>=3.8")
+    session.run("python", str(ROOT / "tools" / "import_graph.py"))
 
 
 # --- Performance (issue 7; docs/perf.md) ------------------------------------------------------------

@@ -4,7 +4,7 @@ policy for what reaches the user when a command fails.
 A command module imports only what its arguments need; its handlers import the rest when they run,
 so each command starts without the others' modules (`run` without rich's Markdown, say).
 
-Exit statuses follow PRODUCT.md: 0 no regression, 1 regressions, 2 the comparison is not valid,
+Exit statuses (harness/exits.py; docs/background.md): 0 no regression, 1 regressions, 2 the comparison is not valid,
 3 bad usage or unreadable input (always a one-line message naming the file, line or option), 4 an
 internal error. No traceback reaches the user: an exception the harness did not expect is written,
 with its traceback, to a log file, and the one line printed points at it (exit 4, never a verdict).

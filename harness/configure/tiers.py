@@ -192,8 +192,9 @@ def _positive(section: Section, tier: str, key: str, default: int) -> int:
 
 
 def _stages(section: Section, tier: str) -> dict[str, dict[str, Any]]:
-    """Named groups of the tier's files (seed 003's pipeline stages), selected with --stage: a list
-    of the tier's patterns, or `{source: harness, files: [...]}` for files of another source."""
+    """Named groups of the tier's files (torch.compile's pipeline stages, docs/background.md §4),
+    selected with --stage: a list of the tier's patterns, or `{source: harness, files: [...]}` for
+    files of another source."""
     if not section.has("stages"):
         return {}
     stages = section.child("stages", f"tier '{tier}': 'stages'")

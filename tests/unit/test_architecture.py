@@ -5,9 +5,9 @@ import against these rules fails here with its file and line, and a new package 
 given a place below.
 """
 
-import pytest
+from tools.import_graph import PICTURE, ROOT, all_imports, carried_edges, module_name, package_graph, package_of, packages
 
-from tools.import_graph import all_imports, module_name, package_of, packages, ROOT
+import pytest
 
 pytestmark = pytest.mark.unit
 
@@ -51,3 +51,8 @@ def test_no_import_runs_back_up_the_pipeline():
                and found.target not in ALLOWED[source]]
     assert not against, "imports against the allowed directions:\n" + "\n".join(against)
 
+
+
+def test_the_picture_in_docs_is_drawn_from_todays_imports():
+    drawn = carried_edges(PICTURE.read_text(encoding="utf-8"))
+    assert drawn == package_graph(), "docs/import-graph.svg is stale: python3 -m nox -s architecture"
