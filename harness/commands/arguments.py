@@ -20,6 +20,13 @@ def path_argument(text: str) -> Path:
     return Path(text)
 
 
+def add_output_options(parser: argparse.ArgumentParser, formats: tuple[str, ...], stem: str) -> None:
+    """`--format` and `--out`, as every command that writes reports (`diff`, `perf compare`) reads them."""
+    parser.add_argument("--format", nargs="+", action="extend", choices=formats, dest="formats",
+                        help="report formats (default: md)")
+    parser.add_argument("--out", type=path_argument, help=f"write {stem}.<format> files into this directory")
+
+
 def positive(text: str) -> int:
     try:
         value = int(text)

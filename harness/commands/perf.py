@@ -12,7 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from harness.commands.arguments import RESULTS_HELP, path_argument
+from harness.commands.arguments import RESULTS_HELP, add_output_options, path_argument
 from harness.errors import HarnessError
 from harness.perf import benchmarks
 from harness.perf.effort import EFFORTS, Effort
@@ -66,9 +66,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     latest.add_argument("--results", type=path_argument, help=RESULTS_HELP)
     latest.set_defaults(handler=_compare_latest)
     for sub in (pair, latest):
-        sub.add_argument("--format", nargs="+", action="extend", choices=FORMATS, dest="formats",
-                         help="report formats (default: md)")
-        sub.add_argument("--out", type=path_argument, help="write perf-report.<format> files into this directory")
+        add_output_options(sub, FORMATS, "perf-report")
 
 
 def effort_of(args: argparse.Namespace) -> Effort:

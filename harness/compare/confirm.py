@@ -20,7 +20,7 @@ from harness.compare.diff import Comparison, Flaky, Regression
 from harness.compare.replay import Rerunner
 from harness.protocol import BAD_OUTCOMES, Outcome
 from harness.record.junit import replay_prefix
-from harness.record.store import Side
+from harness.compare.sides import Side
 
 Announce = Callable[[str], None]
 

@@ -322,3 +322,20 @@ def attempt_text(result: TestResult | StoredResult) -> str:
 def _rerun_attempt_text(result: TestResult) -> str:
     """An earlier <testcase> of a rerun; pytest writes those without their failure."""
     return RERUN_ATTEMPT if result.outcome == Outcome.PASSED and not result.message else attempt_text(result)
+
+
+@dataclass(frozen=True)
+class JUnitFiles:
+    """The results of JUnit XML files, read again on every pass, a suite at a time: a side of a
+    million tests is streamed, never held in memory."""
+
+    paths: tuple[Path, ...]
+
+    def __iter__(self) -> Iterator[TestResult]:
+        for path in self.paths:
+            yield from iter_results(path)
+
+    @property
+    def size(self) -> int:
+        """Bytes of XML, to judge whether reading them is worth a process of its own."""
+        return sum(path.stat().st_size for path in self.paths)

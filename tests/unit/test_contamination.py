@@ -1,7 +1,7 @@
 """Seed 000's falsifier: a `jit: absent` run in which CinderX is importable is contaminated."""
 
 from harness.compare.diff import compare
-from harness.record.store import load_side
+from harness.compare.sides import load_side
 
 import pytest
 

@@ -15,7 +15,8 @@ from harness.compare.identity import index
 from harness.record.junit import RERUN_ATTEMPT, read_results
 from harness.record.junit import write_suite
 from harness.record.model import FileRecord, RunRecord, TestResult
-from harness.record.store import RunDirectory, Side, load_side
+from harness.compare.sides import Side, load_side
+from harness.record.store import RunDirectory
 from tests.conftest import FIXTURES
 
 import pytest
