@@ -3,7 +3,9 @@
     nox -s <configuration>-<tier>     one run (e.g. stock-p0, cinderx-jit-p1); -- passes options
                                       to `python -m harness run` (--threshold 1, --select FILE)
     nox -s diff                       latest baseline run of each tier vs every other configuration
-    nox -s tests                      the harness's own test suite
+    nox -s tests                      the harness's own test suite (all of it: unit, integration, e2e)
+    nox -s unit                       its unit slice, in seconds (reuses the tests environment)
+    nox -s architecture               draw docs/import-graph.svg from the imports of harness/
     nox -t p0                         every configuration's p0 session
 
 Every session is a thin call into `_run_configuration`; the matrix is configurations x tiers.
@@ -132,6 +134,23 @@ def tests(session: nox.Session) -> None:
     ensure_chromium(session)
     session.install("--disable-pip-version-check", "-e", f"{ROOT}[test]", TEST_TORCH)
     session.run("pytest", *session.posargs, env={"HARNESS_CHROMIUM": str(CHROMIUM)})
+
+
+@nox.session(python=False)
+def unit(session: nox.Session) -> None:
+    """The fast slice of the harness's own tests (`-m unit`: no process started, seconds), in the
+    `tests` session's environment (built first, collecting only, when it is missing)."""
+    python = ROOT / ".nox" / "tests" / "bin" / "python"
+    if not python.exists():
+        session.run(sys.executable, "-m", "nox", "-s", "tests", "--", "--collect-only", "-q", external=True)
+    session.run(str(python), "-m", "pytest", "-m", "unit", *session.posargs, external=True)
+
+
+@nox.session
+def architecture(session: nox.Session) -> None:
+    """Draw docs/import-graph.svg (docs/architecture.md) from the imports of harness/."""
+    session.install("--disable-pip-version-check", "matplotlib>=3.8")
+    session.run("python", str(ROOT / "tools" / "import_graph.py"))
 
 
 # --- Performance (issue 7; docs/perf.md) ------------------------------------------------------------

@@ -42,7 +42,8 @@ from harness.record.database import DATABASE_ENV  # noqa: E402
 from harness.record.ingest import ingest  # noqa: E402
 from harness.record.junit import write_suite  # noqa: E402
 from harness.record.model import FileRecord, RunRecord, TestResult  # noqa: E402
-from harness.record.store import RunDirectory, load_side  # noqa: E402
+from harness.compare.sides import load_side  # noqa: E402
+from harness.record.store import RunDirectory  # noqa: E402
 from harness.report.json_report import to_json  # noqa: E402
 from harness.report.model import build  # noqa: E402
 

@@ -31,7 +31,8 @@ sys.path.insert(0, str(ROOT))
 from harness.compare.identity import disagreements  # noqa: E402
 from harness.configure.configurations import load_catalog  # noqa: E402
 from harness.configure.tiers import get_tier  # noqa: E402
-from harness.record.store import find_runs, load_side  # noqa: E402
+from harness.compare.sides import load_side  # noqa: E402
+from harness.record.store import find_runs  # noqa: E402
 from harness.run.runner import interpreter_environment  # noqa: E402
 
 TARGET = 1.03

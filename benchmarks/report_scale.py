@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from harness.compare.diff import compare  # noqa: E402
 from harness.record.model import RunRecord, TestResult  # noqa: E402
-from harness.record.store import Side  # noqa: E402
+from harness.compare.sides import Side  # noqa: E402
 from harness.report.model import build  # noqa: E402
 from harness.report.output import render  # noqa: E402
 

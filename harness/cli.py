@@ -1,9 +1,10 @@
-"""`python -m harness`: each stage adds its own subcommands; arguments by argparse.
+"""`python -m harness`: the subcommands of harness/commands/ under one parser (argparse), and one
+policy for what reaches the user when a command fails.
 
-A stage's command module imports only what its arguments need; its handlers import the rest when
-they run, so each command starts without the others' modules (`run` without rich's Markdown, say).
+A command module imports only what its arguments need; its handlers import the rest when they run,
+so each command starts without the others' modules (`run` without rich's Markdown, say).
 
-Exit statuses follow PRODUCT.md: 0 no regression, 1 regressions, 2 the comparison is not valid,
+Exit statuses (harness/exits.py; docs/background.md): 0 no regression, 1 regressions, 2 the comparison is not valid,
 3 bad usage or unreadable input (always a one-line message naming the file, line or option), 4 an
 internal error. No traceback reaches the user: an exception the harness did not expect is written,
 with its traceback, to a log file, and the one line printed points at it (exit 4, never a verdict).
@@ -21,14 +22,9 @@ from datetime import datetime
 from pathlib import Path
 
 import harness
-from harness.compare import command as compare_command
-from harness.compare.culprit import command as culprit_command
+from harness.commands import COMMANDS
 from harness.errors import HarnessError
 from harness.exits import ExitStatus
-from harness.perf import command as perf_command
-from harness.record import command as record_command
-from harness.run import command as run_command
-from harness.scan import command as scan_command
 
 
 class _Parser(argparse.ArgumentParser):
@@ -41,12 +37,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="python -m harness",
                      description="Differential test harness for PyTorch under Python runtimes and JITs.")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    run_command.add_commands(commands)
-    record_command.add_commands(commands)
-    compare_command.add_commands(commands)
-    culprit_command.add_commands(commands)
-    scan_command.add_commands(commands)
-    perf_command.add_commands(commands)
+    for command in COMMANDS:
+        command.add_commands(commands)
     return parser
 
 

@@ -40,6 +40,24 @@ class Env(StrEnum):
     FILE = "HARNESS_FILE"  # the test file, relative to the tests directory
 
 
+class Setting(StrEnum):
+    """Environment variables a user sets to point the harness elsewhere: read by the harness itself,
+    never part of a `Request` (listed here so every `HARNESS_*` name has one owner)."""
+
+    RESULTS = "HARNESS_RESULTS"  # the results root (--results; default ./results)
+    DATABASE = "HARNESS_DB"  # another results database file than the one in the results root
+    CACHE = "HARNESS_CACHE"  # provisioned interpreters, shared package layers, PyTorch checkouts
+    CONFIGURATIONS = "HARNESS_CONFIGURATIONS"  # a user file of configurations added to the shipped ones
+    TIERS = "HARNESS_TIERS"  # a user file of tiers added to the shipped ones
+    KNOWN_REGRESSIONS = "HARNESS_KNOWN_REGRESSIONS"  # a user file of known regressions
+    TESTS_DIR = "HARNESS_TESTS_DIR"  # a PyTorch checkout's test/ folder (--tests-dir)
+    PYTORCH_REPO = "HARNESS_PYTORCH_REPO"  # where fetch-tests clones PyTorch from (--repo)
+    DEBIAN_MIRROR = "HARNESS_DEBIAN_MIRROR"  # where provisioning downloads CPython 3.14 from
+    STRESS_SECONDS = "HARNESS_STRESS_SECONDS"  # how long each round of the stress tier traces
+
+
+ENV_PREFIX = "HARNESS_"  # every variable of Env and Setting: a perf child inherits them all
+
 # Variables meant for the test process alone: the plugin removes them from its environment, so a
 # child process (a child pytest, a script a test runs) can neither write the stream nor take a command.
 PRIVATE_ENV = (Env.EVENTS, Env.DESELECT, Env.CONTROL_FD, Env.SELECT, Env.JIT_SETTINGS)

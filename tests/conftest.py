@@ -1,9 +1,15 @@
 """Shared helpers for the harness's own tests. Fixture test files under fixtures/ are run by the
-harness in the tests, never collected directly."""
+harness in the tests, never collected directly.
+
+Every test carries one of the marks `unit` (no process started: the fast slice, `nox -s unit`),
+`integration` (real processes on this interpreter) or `e2e` (nox, CPython 3.14 + CinderX); a test
+without one stops the session at collection, and a `unit` test that starts a process fails.
+"""
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,6 +21,46 @@ from harness.run.runner import RunRequest, execute
 
 collect_ignore_glob = ["fixtures/*"]
 FIXTURES = Path(__file__).parent / "fixtures"
+
+KINDS = ("unit", "integration", "e2e")
+# Audit events (sys.addaudithook) of starting a process: a subprocess, a fork, an exec, a spawn.
+PROCESS_EVENTS = frozenset({"subprocess.Popen", "os.fork", "os.forkpty", "os.posix_spawn", "os.spawn", "os.system",
+                            "os.exec"})
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Refuse a test that says neither how fast it is nor what it starts. (The fixture files the tests
+    run in child pytest processes load this conftest too: they are not the harness's tests.)"""
+    unmarked = [item.nodeid for item in items if FIXTURES not in item.path.parents
+                and not any(item.get_closest_marker(kind) for kind in KINDS)]
+    if unmarked:
+        raise pytest.UsageError(f"{len(unmarked)} tests carry none of the marks {', '.join(KINDS)} "
+                                f"(tests/conftest.py), the first: {unmarked[0]}")
+
+
+class _UnitGuard:
+    """While a `unit` test runs (its fixtures included), starting a process is an error naming the test."""
+
+    running: str | None = None
+
+    @classmethod
+    def hook(cls, event: str, args: tuple) -> None:
+        if cls.running is not None and event in PROCESS_EVENTS:
+            test, cls.running = cls.running, None  # once: the failure report must not trip it again
+            raise RuntimeError(f"{test} is marked unit but started a process ({event}): mark it integration")
+
+
+sys.addaudithook(_UnitGuard.hook)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
+    _UnitGuard.running = item.nodeid if item.get_closest_marker("unit") else None
+    try:
+        return (yield)
+    finally:
+        _UnitGuard.running = None
 
 
 def run_fixtures(results: Path, targets: tuple[str, ...], *, timeout: int = 60, test_timeout: int = 60,

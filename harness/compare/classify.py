@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import re
 
+from harness.protocol import Outcome
+
 _SIGNAL = re.compile(r"\bSIG[A-Z]+\b")
 _EXIT = re.compile(r"exit status (-?\d+)")
 _FALLBACK = re.compile(r"\(silent fallback\)|torch\.compile with fullgraph=True found no compiled frames")
@@ -29,13 +31,13 @@ def classify(outcome: str, message: str) -> str:
     access)`, `torch.compile fell back to eager`, `numerics beyond tolerance`, `exception (TypeError)`,
     or the bare outcome."""
     text = message.strip()
-    if outcome == "crashed":
+    if outcome == Outcome.CRASHED:
         signal_name = _SIGNAL.search(text)
         exit_status = _EXIT.search(text)
         if signal_name:
             return f"{CRASH} ({signal_name.group(0)})"
         return f"{CRASH} (exit status {exit_status.group(1)})" if exit_status else CRASH
-    if outcome == "timeout":
+    if outcome == Outcome.TIMEOUT:
         return TIMEOUT
     if _INFRASTRUCTURE.match(text):
         return INFRASTRUCTURE

@@ -1,11 +1,11 @@
 """Confirmation: rerun each regression alone, K times, in both configurations, before calling it one.
 
-Seed 001's apparent regressions were test-order noise and flaky tests. A regression is confirmed
-when it fails every time alone in the candidate and passes every time in the baseline; when it
-fails sometimes, it is flaky. When it passes every time alone, the tests that ran before it in
-its file are rerun with it: if they make it fail, they are bisected to the smallest set that
-does (order dependence), and that set is rerun K times in both configurations like the test
-alone was. Anything that does not reproduce moves to `flaky`.
+The first JIT baselines' apparent regressions were test-order noise and flaky tests
+(docs/background.md §2). A regression is confirmed when it fails every time alone in the candidate
+and passes every time in the baseline; when it fails sometimes, it is flaky. When it passes every
+time alone, the tests that ran before it in its file are rerun with it: if they make it fail, they
+are bisected to the smallest set that does (order dependence), and that set is rerun K times in both
+configurations like the test alone was. Anything that does not reproduce moves to `flaky`.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from harness.compare.diff import Comparison, Flaky, Regression
 from harness.compare.replay import Rerunner
 from harness.protocol import BAD_OUTCOMES, Outcome
 from harness.record.junit import replay_prefix
-from harness.record.store import Side
+from harness.compare.sides import Side
 
 Announce = Callable[[str], None]
 

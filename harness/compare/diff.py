@@ -24,7 +24,7 @@ from harness.compare.validity import Allowances
 from harness.exits import ExitStatus
 from harness.protocol import BAD_OUTCOMES, Outcome
 from harness.record.model import FileRecord, StoredResult
-from harness.record.store import Side
+from harness.compare.sides import Side
 
 MAX_DETAIL = 500  # characters of failure message kept per regression in reports
 

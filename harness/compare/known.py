@@ -31,11 +31,10 @@ from harness.compare import identity
 from harness.compare.diff import Comparison, Known, KnownFixed, Regression
 from harness.configure.configurations import SHIPPED as SHIPPED_CONFIGURATIONS
 from harness.configure.yamlfile import Section, load_section
-from harness.protocol import Outcome
+from harness.protocol import Outcome, Setting
 from harness.record.model import TestResult
 
 SHIPPED = SHIPPED_CONFIGURATIONS.with_name("known_regressions.yaml")
-ENVIRONMENT = "HARNESS_KNOWN_REGRESSIONS"
 _ENTRY_KEYS = {"test", "pattern", "reason", "link", "thresholds"}
 
 
@@ -66,7 +65,7 @@ class KnownRegressions:
 def load(user_file: Path | None = None, configurations: Iterable[str] | None = None) -> KnownRegressions:
     """The shipped file, extended by `user_file` (or HARNESS_KNOWN_REGRESSIONS). With
     `configurations`, a configuration name outside it is an error naming file and line."""
-    extra = user_file or (Path(os.environ[ENVIRONMENT]) if os.environ.get(ENVIRONMENT) else None)
+    extra = user_file or (Path(os.environ[Setting.KNOWN_REGRESSIONS]) if os.environ.get(Setting.KNOWN_REGRESSIONS) else None)
     known = set(configurations) if configurations is not None else None
     by_configuration: dict[str, tuple[Entry, ...]] = {}
     sources = (SHIPPED,) + ((extra,) if extra else ())

@@ -25,7 +25,8 @@ from harness.record.database import opened as opened_database
 from harness.record.database import read_only_uri, reported
 from harness.record.ingest import stored_run
 from harness.record.model import StoredResult, TestResult
-from harness.record.store import JUnitFiles, Side
+from harness.compare.sides import Side
+from harness.record.junit import JUnitFiles
 from harness.record.stream import COLUMNS, stored, stream
 
 PARALLEL_BYTES = 32 << 20  # XML worth a process of its own: starting one costs a fraction of a second

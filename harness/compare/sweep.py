@@ -1,8 +1,9 @@
 """Threshold sweeps: one configuration run at several JIT thresholds against one baseline.
 
-Seed 002 ran CinderX at thresholds 1, 100 and 1000: a crash at 1 that is gone at 1000 says where
-to look. Comparisons of one candidate configuration and tier that differ only in threshold are
-grouped, lowest threshold first, so the report can show them side by side.
+The first JIT baselines ran CinderX at thresholds 1, 100 and 1000 (docs/background.md §3): a crash
+at 1 that is gone at 1000 says where to look. Comparisons of one candidate configuration and tier
+that differ only in threshold are grouped, lowest threshold first, so the report can show them side
+by side.
 """
 
 from __future__ import annotations

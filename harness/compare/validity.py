@@ -14,7 +14,7 @@ from typing import Any
 
 from harness.protocol import DEFAULT_THRESHOLD, Activation, JitMode
 from harness.record.model import Descendants, FileRecord, RunRecord
-from harness.record.store import Side
+from harness.compare.sides import Side
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from pathlib import Path
 from harness.configure import cinderx_variables
 from harness.configure.yamlfile import Section, load_section
 from harness.errors import HarnessError
-from harness.protocol import DEFAULT_THRESHOLD, Activation, JitMode, Request
+from harness.protocol import DEFAULT_THRESHOLD, Activation, JitMode, Request, Setting
 
 SHIPPED = Path(__file__).with_name("data") / "configurations.yaml"
 JIT_MODES = {mode.value: mode for mode in JitMode}
@@ -85,7 +85,7 @@ class Catalog:
 def load_catalog(user_file: Path | None = None) -> Catalog:
     """The shipped configurations, extended by HARNESS_CONFIGURATIONS (or `user_file`)."""
     catalog = _read(SHIPPED, base=None)
-    extra = user_file or (Path(os.environ["HARNESS_CONFIGURATIONS"]) if os.environ.get("HARNESS_CONFIGURATIONS") else None)
+    extra = user_file or (Path(os.environ[Setting.CONFIGURATIONS]) if os.environ.get(Setting.CONFIGURATIONS) else None)
     return _read(extra, base=catalog) if extra else catalog
 
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.errors import HarnessError
+from harness.protocol import Setting
 
 DEBIAN_PACKAGES = (
     "python3.14 python3.14-minimal libpython3.14-minimal libpython3.14-stdlib libpython3.14 "
@@ -47,7 +48,7 @@ class DebianMirror:
 def cache_root() -> Path:
     """Where provisioned interpreters and shared package layers live (HARNESS_CACHE overrides)."""
     default = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "torch-runtime-harness"
-    return Path(os.environ.get("HARNESS_CACHE", default))
+    return Path(os.environ.get(Setting.CACHE, default))
 
 
 def provisioned_python(version: str) -> Path:
@@ -110,7 +111,7 @@ def _provision_from_debian_sid(version: str) -> Path:
 
 def _system_mirror() -> DebianMirror:
     """The Debian archive this host's apt already uses, so we reach the same registry."""
-    override = os.environ.get("HARNESS_DEBIAN_MIRROR")
+    override = os.environ.get(Setting.DEBIAN_MIRROR)
     keyring = "/usr/share/keyrings/debian-archive-keyring.gpg"
     if override:
         return DebianMirror(override, keyring)
@@ -122,7 +123,7 @@ def _system_mirror() -> DebianMirror:
         for uri in re.findall(r"^URIs:\s*(\S+)", text, re.M) + re.findall(r"^deb\s+(?:\[[^]]*]\s+)?(\S+)", text, re.M):
             if "debian" in uri and "security" not in uri:
                 return DebianMirror(uri, keyring)
-    raise ProvisionError("no Debian archive found in /etc/apt; set HARNESS_DEBIAN_MIRROR to a Debian mirror URI")
+    raise ProvisionError(f"no Debian archive found in /etc/apt; set {Setting.DEBIAN_MIRROR} to a Debian mirror URI")
 
 
 def _download_debs(work: Path, mirror: DebianMirror) -> list[Path]:

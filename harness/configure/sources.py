@@ -16,6 +16,7 @@ from pathlib import Path
 
 from harness.configure.provision import cache_root
 from harness.errors import HarnessError
+from harness.protocol import Setting
 
 DEFAULT_REPOSITORY = "https://github.com/pytorch/pytorch.git"
 
@@ -32,7 +33,7 @@ def fetch_tests(version: str, repository: str | None = None, cache: Path | None 
     """The `test/` folder of PyTorch at tag v<version>, fetched once and reused."""
     if not re.fullmatch(r"\d+\.\d+\.\d+(?:[a-z0-9.]*)", version):
         raise HarnessError(f"--version must be a torch release such as 2.14.1, not {version!r}")
-    repository = repository or os.environ.get("HARNESS_PYTORCH_REPO", DEFAULT_REPOSITORY)
+    repository = repository or os.environ.get(Setting.PYTORCH_REPO, DEFAULT_REPOSITORY)
     checkout = (cache or cache_root() / "pytorch-tests") / version
     tests = checkout / "test"
     if (checkout / ".harness-complete").is_file():

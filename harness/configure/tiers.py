@@ -16,6 +16,7 @@ import yaml
 
 from harness.configure.yamlfile import Section, load_scalar_entry, load_section
 from harness.errors import HarnessError
+from harness.protocol import Setting
 
 SHIPPED = Path(__file__).with_name("data") / "tiers.yaml"
 HARNESS_ROOT = Path(__file__).resolve().parents[2]
@@ -75,13 +76,13 @@ class Tier:
             return self, override
         if self.source == "harness":
             return self, HARNESS_ROOT
-        from_env = os.environ.get("HARNESS_TESTS_DIR")
+        from_env = os.environ.get(Setting.TESTS_DIR)
         if from_env:
             return self, Path(from_env)
         if self.bundled is not None:
             return self.bundled, HARNESS_ROOT
         raise HarnessError(f"tier '{self.name}' runs PyTorch's own test files: pass --tests-dir "
-                           "(a PyTorch checkout's test/ folder) or set HARNESS_TESTS_DIR")
+                           f"(a PyTorch checkout's test/ folder) or set {Setting.TESTS_DIR}")
 
     def discover(self, tests_dir: Path) -> list[str]:
         """Test files of this tier under `tests_dir`, relative and sorted, excludes removed."""
@@ -103,7 +104,7 @@ class Tier:
 def load_tiers(user_file: Path | None = None) -> dict[str, Tier]:
     """The shipped tiers, extended by HARNESS_TIERS (or `user_file`)."""
     tiers = _read(SHIPPED)
-    extra = user_file or (Path(os.environ["HARNESS_TIERS"]) if os.environ.get("HARNESS_TIERS") else None)
+    extra = user_file or (Path(os.environ[Setting.TIERS]) if os.environ.get(Setting.TIERS) else None)
     if extra:
         tiers.update(_read(extra))
     return tiers
@@ -191,8 +192,9 @@ def _positive(section: Section, tier: str, key: str, default: int) -> int:
 
 
 def _stages(section: Section, tier: str) -> dict[str, dict[str, Any]]:
-    """Named groups of the tier's files (seed 003's pipeline stages), selected with --stage: a list
-    of the tier's patterns, or `{source: harness, files: [...]}` for files of another source."""
+    """Named groups of the tier's files (torch.compile's pipeline stages, docs/background.md §4),
+    selected with --stage: a list of the tier's patterns, or `{source: harness, files: [...]}` for
+    files of another source."""
     if not section.has("stages"):
         return {}
     stages = section.child("stages", f"tier '{tier}': 'stages'")

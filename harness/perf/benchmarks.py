@@ -216,7 +216,7 @@ def py_method_calls() -> Body:
 
 
 def py_generators_closures() -> Body:
-    """Pure Python calibration: generator pipelines and closures (the patterns of seed 002)."""
+    """Pure Python calibration: generator pipelines and closures (the patterns of docs/background.md §3)."""
 
     def scale(factor: int) -> Callable[[int], int]:
         return lambda value: value * factor

@@ -214,7 +214,7 @@ def _metadata_values(suite: pyperf.BenchmarkSuite, key: str) -> set[str]:
 
 
 def baseline_problems(side: PerfSide) -> list[str]:
-    """A baseline that could import CinderX is no baseline (seed 000's falsifier)."""
+    """A baseline that could import CinderX is no baseline (a falsifier, docs/background.md §1)."""
     origins = _metadata_values(side.suite, "harness_cinderx_origin")
     if side.record and side.record.jit == "absent" and side.record.interpreter.get("cinderx_origin"):
         origins.add(str(side.record.interpreter["cinderx_origin"]))

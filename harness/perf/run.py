@@ -29,6 +29,7 @@ from harness.errors import HarnessError
 from harness.exits import ExitStatus
 from harness.perf.effort import EFFORTS, Effort
 from harness.perf.record import PerfRecord, PerfRunDirectory, finished, new_run_directory
+from harness.protocol import ENV_PREFIX
 from harness.record.fingerprint import describe_interpreter, environment_fingerprint
 from harness.record.store import RunDirectory
 from harness.run.runner import child_environment
@@ -38,7 +39,7 @@ PERF_TIER = Tier(name="perf", source="harness", files=(), description="performan
 # A failed pyperf invocation writes nothing, so it can be run again; its failure stays in the record.
 ATTEMPTS = 3
 # Besides the variables the discipline sets, workers inherit any variable with these prefixes.
-INHERITED_PREFIXES = ("HARNESS_", "PYTHON", "CINDER", "PYTORCH", "TORCH", "TRITON", "OMP_", "MKL_", "OPENBLAS",
+INHERITED_PREFIXES = (ENV_PREFIX, "PYTHON", "CINDER", "PYTORCH", "TORCH", "TRITON", "OMP_", "MKL_", "OPENBLAS",
                       "KMP_", "LD_")
 
 

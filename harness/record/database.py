@@ -31,9 +31,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from harness.errors import HarnessError
-from harness.protocol import BAD_OUTCOMES
+from harness.protocol import BAD_OUTCOMES, Setting
 
-DATABASE_ENV = "HARNESS_DB"  # names another database file than the one in the results root
 DATABASE_NAME = "harness.db"  # in the results root, beside the run directories
 APPLICATION_ID = 0x48524E53  # "HRNS" in SQLite's header: this file is the harness's
 BUSY_TIMEOUT = 300.0  # seconds a writer waits for another one (an ingest holds the lock for seconds)
@@ -118,7 +117,7 @@ SCHEMA_VERSION = len(MIGRATIONS)
 
 def database_path(results_root: Path) -> Path:
     """HARNESS_DB, or the database beside the run directories of `results_root`."""
-    named = os.environ.get(DATABASE_ENV)
+    named = os.environ.get(Setting.DATABASE)
     return Path(named) if named else results_root / DATABASE_NAME
 
 
@@ -213,12 +212,12 @@ def _check_foreign(connection: sqlite3.Connection, path: Path) -> None:
     if application == APPLICATION_ID:
         if version > SCHEMA_VERSION:
             raise HarnessError(f"{path}: written by a newer harness (schema {version}; this one knows up to "
-                               f"{SCHEMA_VERSION}): upgrade the harness, or point {DATABASE_ENV} at another file")
+                               f"{SCHEMA_VERSION}): upgrade the harness, or point {Setting.DATABASE} at another file")
         return
     tables = connection.execute("SELECT count(*) FROM sqlite_schema").fetchone()[0]
     if application != 0 or version != 0 or tables:
         raise HarnessError(f"{path}: another program's SQLite database (application id {application:#x}, "
-                           f"{tables} schema objects), not a results database; point {DATABASE_ENV} at another file")
+                           f"{tables} schema objects), not a results database; point {Setting.DATABASE} at another file")
 
 
 def _migrate(connection: sqlite3.Connection, path: Path) -> None:

@@ -26,8 +26,9 @@ from pathlib import Path
 from harness.errors import HarnessError
 from harness.record import database
 from harness.record.database import connect, opened, reported, writing
+from harness.record.junit import JUnitFiles
 from harness.record.model import RunRecord
-from harness.record.store import RUN_RECORD, RunDirectory, load_runs
+from harness.record.store import RUN_RECORD, RunDirectory
 from harness.record.stream import COLUMNS as _RESULT_COLUMNS
 from harness.record.stream import stream
 
@@ -158,7 +159,7 @@ def _ingest_one(connection: sqlite3.Connection, target: Path, run_dir: Path) -> 
 def _write_run(path: Path, run_dir: Path, record: RunRecord, current: str) -> None:
     """One run, complete, as run 1 of a scratch database."""
     with opened(path, scratch=True) as connection:
-        tests = stream(connection, 1, load_runs([run_dir]).results)
+        tests = stream(connection, 1, JUnitFiles(RunDirectory(run_dir).junit_files()))
         with writing(connection):
             connection.execute(_insert("runs", ("id", *_RUN_COLUMNS)), (1, *_run_row(record, run_dir, current, tests)))
             connection.executemany(_insert("files", ("run", *_FILE_COLUMNS)), [

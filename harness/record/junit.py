@@ -31,7 +31,7 @@ from harness.record.model import StoredResult, TestResult
 
 _RESULT_ELEMENT = {Outcome.FAILED: Failure, Outcome.ERROR: Error, Outcome.CRASHED: Error, Outcome.TIMEOUT: Error,
                    Outcome.SKIPPED: Skipped, Outcome.XFAILED: Skipped}
-_ELEMENT_TYPE = {Outcome.CRASHED: "crashed", Outcome.TIMEOUT: "timeout", Outcome.XFAILED: "pytest.xfail"}
+_ELEMENT_TYPE = {Outcome.XFAILED: "pytest.xfail"}  # any other outcome is its own type (crashed, timeout)
 
 READ_CHUNK = 4 << 20  # bytes fed to the parser at once
 # Bytes of one tag still open (a name, an attribute): expat re-scans an open tag on every feed, so
@@ -322,3 +322,20 @@ def attempt_text(result: TestResult | StoredResult) -> str:
 def _rerun_attempt_text(result: TestResult) -> str:
     """An earlier <testcase> of a rerun; pytest writes those without their failure."""
     return RERUN_ATTEMPT if result.outcome == Outcome.PASSED and not result.message else attempt_text(result)
+
+
+@dataclass(frozen=True)
+class JUnitFiles:
+    """The results of JUnit XML files, read again on every pass, a suite at a time: a side of a
+    million tests is streamed, never held in memory."""
+
+    paths: tuple[Path, ...]
+
+    def __iter__(self) -> Iterator[TestResult]:
+        for path in self.paths:
+            yield from iter_results(path)
+
+    @property
+    def size(self) -> int:
+        """Bytes of XML, to judge whether reading them is worth a process of its own."""
+        return sum(path.stat().st_size for path in self.paths)

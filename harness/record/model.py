@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from harness.record import typed
 
@@ -169,6 +169,18 @@ class RunRecord:
 
 
 _SHARD = re.compile(r"[1-9][0-9]*/[1-9][0-9]*")
+
+
+class Shard(NamedTuple):
+    """A run record's `shard` (`I/N`, checked when the record is read): shard `index` of `count`."""
+
+    index: int
+    count: int
+
+    @classmethod
+    def of(cls, text: str) -> Shard:
+        index, count = text.split("/")
+        return cls(int(index), int(count))
 
 
 def _check_values(record: RunRecord) -> None:

@@ -7,11 +7,12 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from harness.compare.history import CONFIDENCE, FLAKY_BOUND, FLAKY_FLIPS, History, SeriesHistory, Timeline
+from harness.protocol import Outcome
 from harness.report.markdown import counts
 
 LISTED = 50  # tests listed per table; the JSON form has them all
-LETTERS = {"passed": "P", "failed": "F", "error": "E", "crashed": "C", "timeout": "T", "skipped": "S",
-           "xfailed": "x", "xpassed": "X"}
+LETTERS = {Outcome.PASSED: "P", Outcome.FAILED: "F", Outcome.ERROR: "E", Outcome.CRASHED: "C", Outcome.TIMEOUT: "T",
+           Outcome.SKIPPED: "S", Outcome.XFAILED: "x", Outcome.XPASSED: "X"}
 
 
 def render(history: History) -> str:

@@ -1,4 +1,4 @@
-"""The report as JSON, in the shape PRODUCT.md promises to other tools (and more).
+"""The report as JSON, in the shape promised to other tools (docs/report.md) (and more).
 
 One document per comparison (a list when there are several). The contract's keys (`valid`,
 `problems`, `summary`, `modules`, `regressions` with their fields) keep their meaning; newer keys

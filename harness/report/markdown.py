@@ -1,6 +1,6 @@
 """The report as Markdown: short enough for a GitHub job summary and a terminal.
 
-Per comparison: the verdict, the counts, the worst modules (seed 001's per-module table) and the
+Per comparison: the verdict, the counts, the worst modules (the per-module table of docs/background.md §2) and the
 top regressions with their replay commands; then a pointer to the HTML report, which has
 everything. A threshold sweep gets its table, one column per threshold.
 """

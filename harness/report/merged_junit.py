@@ -11,7 +11,7 @@ from pathlib import Path
 
 from harness.record.junit import build_suite, write_document
 from harness.record.model import TestResult
-from harness.record.store import Side
+from harness.compare.sides import Side
 
 
 def write_merged(path: Path, sides: list[tuple[str, Side]]) -> None:

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from harness.protocol import Outcome
 from harness.record.culprits import Culprit
 from harness.report.model import Interval, Report
 
-_CORE = ("passed", "failed", "error", "skipped", "xfailed")
+_CORE = (Outcome.PASSED, Outcome.FAILED, Outcome.ERROR, Outcome.SKIPPED, Outcome.XFAILED)
 
 
 def counts(outcomes: Mapping[str, int]) -> str:
@@ -15,7 +16,7 @@ def counts(outcomes: Mapping[str, int]) -> str:
     if not outcomes:
         return "absent"
     core = "/".join(str(outcomes.get(k, 0)) for k in _CORE)
-    extra = [f"{outcomes[k]} {k}" for k in ("crashed", "timeout", "xpassed") if outcomes.get(k)]
+    extra = [f"{outcomes[k]} {k}" for k in (Outcome.CRASHED, Outcome.TIMEOUT, Outcome.XPASSED) if outcomes.get(k)]
     return core + (f" (+{', '.join(extra)})" if extra else "")
 
 

@@ -41,7 +41,7 @@ class JitSnapshot:
 
 
 def cinderx_origin() -> str | None:
-    """Where CinderX would be imported from, or None if it cannot be imported (seed 000's falsifier)."""
+    """Where CinderX would be imported from, or None if it cannot be imported (a falsifier, docs/background.md §1)."""
     for name in CINDERX_MODULES:
         if name in sys.modules:
             return f"{name} already imported from {getattr(sys.modules[name], '__file__', '?')}"
@@ -106,7 +106,7 @@ def apply(request: Request) -> str | None:
 
 
 def _disengage_during_dynamo(jit: Any) -> str | None:
-    """Seed 000's P3 strategy: run dynamo's frame compilation with the JIT paused.
+    """The P3 strategy (docs/background.md §1): run dynamo's frame compilation with the JIT paused.
 
     torch.compile traces lazily, on the first call of the compiled function, not when
     `torch.compile()` is called; dynamo's `convert_frame._compile` does that tracing and installs

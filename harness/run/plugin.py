@@ -1,8 +1,8 @@
 """pytest plugin loaded into every test process (`-p harness.run.plugin`).
 
 What it does, driven by HARNESS_* environment variables set by the runner:
-- switches the JIT as the configuration asks, after collection (seed 001) or at start-up;
-- in `jit: absent` configurations, proves CinderX cannot be imported (seed 000's falsifier);
+- switches the JIT as the configuration asks, after collection (docs/background.md §2) or at start-up;
+- in `jit: absent` configurations, proves CinderX cannot be imported (a falsifier, docs/background.md §1);
 - streams every test's start and outcome to HARNESS_EVENTS as JSON lines, as they happen, so a
   crash or hang loses nothing already obtained, and ends the stream with the JIT's real state;
 - leaves out the tests listed in HARNESS_DESELECT, so a new process resumes a file after the

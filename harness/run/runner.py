@@ -25,7 +25,7 @@ import harness
 from harness.configure.configurations import Configuration
 from harness.configure.tiers import HARNESS_ROOT, TORCH_SUITES, Tier
 from harness.errors import HarnessError
-from harness.protocol import Env
+from harness.protocol import Env, Setting
 from harness.record.fingerprint import PER_RUN_FOLDERS, describe_interpreter, environment_fingerprint, sources_identity
 from harness.record.ingest import ingest_finished
 from harness.record.model import FileRecord, RunRecord
@@ -169,7 +169,7 @@ def sources_line(record: RunRecord) -> str:
     if origin and origin.get("kind") == "torch":
         return (f"tests: PyTorch's own suites inside the installed torch {origin.get('torch')} "
                 f"(git {str(origin.get('git'))[:12]}), run by harness/torch_suites; no PyTorch checkout given "
-                "(--tests-dir or HARNESS_TESTS_DIR runs a checkout's files)")
+                f"(--tests-dir or {Setting.TESTS_DIR} runs a checkout's files)")
     commit = f" (git {sources['commit'][:12]})" if sources.get("commit") else ""
     return f"tests: {record.tests_dir}{commit}, {sources.get('files')} files, content {sources.get('hash')}"
 

@@ -1,7 +1,7 @@
 """Helpers for P0 tests: make a function hot and, when the JIT is on, prove it was compiled.
 
 A P0 test that passes under `cinderx-jit` must have run its pattern as JIT-compiled code;
-otherwise it proved nothing about the JIT (seed 001's "glass prison"). Under other
+otherwise it proved nothing about the JIT (a "glass prison", docs/background.md §2). Under other
 configurations the same tests run interpreted and `require_compiled` checks nothing.
 """
 

@@ -1,4 +1,4 @@
-"""Seed 000's torch.compile interop falsifier, made impossible to pass vacuously.
+"""The torch.compile interop falsifier (docs/background.md §1), made impossible to pass vacuously.
 
 Matching numbers alone prove nothing (eager fallback gives the same numbers), so a counting
 backend proves dynamo captured a graph and that the compiled graph is what ran; then the JIT

@@ -1,4 +1,4 @@
-"""The Python patterns that broke the CinderX JIT in seed 002, exercised inside torch workloads.
+"""The Python patterns that broke the CinderX JIT (docs/background.md §3), exercised inside torch workloads.
 
 Each pattern is made hot, so under a JIT configuration it runs as compiled code (and the test
 proves it), then its result is checked against values computed independently of the pattern.
@@ -152,7 +152,8 @@ def test_sys_getframe_reports_function_line_and_caller():
 
 
 def _very_large_frame_function(local_count: int):
-    """A function with `local_count` tensor locals: seed 002's InvalidImmediate crash needed > 4 KiB frames."""
+    """A function with `local_count` tensor locals: the InvalidImmediate crash (docs/background.md §3)
+    needed > 4 KiB frames."""
     body = [f"    v{i} = x + {i}" for i in range(local_count)]
     total = " + ".join(f"v{i}" for i in range(local_count))
     source = "def wide(x):\n" + "\n".join(body) + f"\n    return {total}\n"

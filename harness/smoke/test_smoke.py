@@ -1,4 +1,4 @@
-"""Seed 000's P0 smoke: nn.Linear forward and backward, checked against hand-computed values."""
+"""The P0 smoke check (docs/background.md §1): nn.Linear forward and backward, checked against hand-computed values."""
 
 import torch
 

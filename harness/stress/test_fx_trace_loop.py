@@ -16,8 +16,10 @@ import pytest
 import torch
 import torch.fx
 
+from harness.protocol import Setting
+
 ROUNDS = 5
-SECONDS = float(os.environ.get("HARNESS_STRESS_SECONDS", "20"))
+SECONDS = float(os.environ.get(Setting.STRESS_SECONDS, "20"))
 
 
 class ResidualStack(torch.nn.Module):

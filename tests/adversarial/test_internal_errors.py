@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
-from harness.compare import command as compare_command
+from harness.commands import diff as compare_command
 from harness.exits import ExitStatus
 
 pytestmark = pytest.mark.unit

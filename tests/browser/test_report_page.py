@@ -17,7 +17,7 @@ import pytest
 
 from harness.compare import known
 from harness.compare.diff import compare
-from harness.record.store import load_side
+from harness.compare.sides import load_side
 from harness.report import html
 from harness.record.culprits import Culprit, CulpritFunction, CulpritStatus
 from harness.report.model import History, Since, Trend, TrendPoint, build

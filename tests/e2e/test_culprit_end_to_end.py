@@ -20,7 +20,7 @@ from harness.compare.culprit import cinderx
 from harness.compare.replay import Rerunner
 from harness.record.junit import replay_prefix as prefix_of
 from harness.record.culprits import CulpritStatus, read_culprits
-from harness.record.store import load_side
+from harness.compare.sides import load_side
 from tests.e2e.test_cinderx_end_to_end import ROOT, harness, nox, only_run, session_python
 
 pytestmark = pytest.mark.e2e

@@ -19,7 +19,8 @@ import pytest
 
 from harness.compare.identity import disagreements
 from harness.protocol import Env
-from harness.record.store import RunDirectory, find_runs, load_side
+from harness.compare.sides import load_side
+from harness.record.store import RunDirectory, find_runs
 from tests.e2e.test_cinderx_end_to_end import ROOT, nox, session_python
 
 pytestmark = pytest.mark.e2e

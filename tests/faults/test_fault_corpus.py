@@ -9,6 +9,8 @@ import pytest
 from harness.record.junit import read_results
 from tests.conftest import FIXTURES, run_fixtures
 
+pytestmark = pytest.mark.integration
+
 FILES = ("test_segfault_at_3.py", "test_sigbus.py", "test_abort.py", "test_exit_midway.py",
          "test_endless_loop.py", "test_collection_error.py", "test_import_error.py",
          "test_thousand_crash_at_10.py")

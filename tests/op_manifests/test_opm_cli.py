@@ -10,6 +10,10 @@ from pathlib import Path
 
 from conftest import REPO, run_pytest
 
+import pytest
+
+pytestmark = pytest.mark.integration
+
 
 def _ids(text: str) -> list[str]:
     return re.findall(r"test_op\[(.*?)\]", text)

@@ -12,6 +12,8 @@ import pytest
 import torch
 from conftest import HOSTILE, run_pytest
 
+pytestmark = pytest.mark.integration
+
 MARKER = "hostile-executed.marker"
 
 # test id -> a phrase its one-line error must contain (the location is checked separately).

@@ -12,6 +12,8 @@ from op_manifests.inputs import InputError, build_arguments
 from op_manifests.loader import CaseSpec, Limits, load_manifest
 from op_manifests.runner import CaseError, compare, max_errors, run_case
 
+pytestmark = pytest.mark.unit
+
 DEFAULT_LIMITS = Limits()
 
 

@@ -9,6 +9,8 @@ import pytest
 
 from op_manifests.loader import Limits, TensorSpec, confined_path, load_dir, load_manifest
 
+pytestmark = pytest.mark.unit
+
 REPO = Path(__file__).resolve().parents[2]
 
 

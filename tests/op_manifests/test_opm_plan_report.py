@@ -10,6 +10,8 @@ from op_manifests.loader import Limits, load_dir
 from op_manifests.plan import UnknownModel, build_plan
 from op_manifests.report import CaseOutcome, markdown, summarize, write
 
+pytestmark = pytest.mark.unit
+
 ADD = "op: torch.add\n    inputs: [{tensor: {shape: [4]}}, {value: 1}]"
 MARKERS = frozenset({"op_layout"})
 

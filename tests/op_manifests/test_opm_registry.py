@@ -10,6 +10,8 @@ import torch.nn.functional as F
 
 from op_manifests import registry
 
+pytestmark = pytest.mark.unit
+
 
 @pytest.mark.parametrize(
     ("name", "expected"),

@@ -9,6 +9,8 @@ import pytest
 
 from op_manifests import safe_eval
 
+pytestmark = pytest.mark.unit
+
 
 @pytest.mark.parametrize(
     ("source", "value"),

@@ -8,6 +8,10 @@ from pathlib import Path
 
 from tests.conftest import FIXTURES
 
+import pytest
+
+pytestmark = pytest.mark.integration
+
 
 def harness(*args, cwd=None):
     return subprocess.run([sys.executable, "-m", "harness", *map(str, args)], capture_output=True, text=True, cwd=cwd)

@@ -3,6 +3,10 @@
 import subprocess
 import sys
 
+import pytest
+
+pytestmark = pytest.mark.integration
+
 HEAVY = ("rich", "markdown_it", "junitparser", "yaml", "jinja2", "matplotlib", "harness.compare.diff", "harness.run.runner")
 
 

@@ -1,7 +1,11 @@
 """Seed 000's falsifier: a `jit: absent` run in which CinderX is importable is contaminated."""
 
 from harness.compare.diff import compare
-from harness.record.store import load_side
+from harness.compare.sides import load_side
+
+import pytest
+
+pytestmark = pytest.mark.integration
 
 
 def test_importable_cinderx_marks_every_file_contaminated(run_outcomes, tmp_path):

@@ -280,7 +280,7 @@ def jit_run(root: Path, jit: str = "on") -> Path:
 def test_a_run_directory_gives_its_crashes_or_the_failing_tests_named(tmp_path: Path):
     from harness.compare.culprit import targets
     from harness.errors import HarnessError
-    from harness.record.store import load_side
+    from harness.compare.sides import load_side
 
     side = load_side(jit_run(tmp_path / "run"))
     [crash] = targets.from_run(side, [])

@@ -8,7 +8,7 @@ import pytest
 from harness.compare.classify import classify
 from harness.compare.diff import compare
 from harness.record.model import FileRecord, RunRecord, TestResult
-from harness.record.store import Side
+from harness.compare.sides import Side
 
 pytestmark = pytest.mark.unit
 

@@ -10,7 +10,7 @@ from harness.cli import main
 from harness.compare.sweep import column_label
 from harness.compare.validity import problems
 from harness.record.model import FileRecord, RunRecord, TestResult
-from harness.record.store import Side
+from harness.compare.sides import Side
 from harness.run.events import summarize
 
 pytestmark = pytest.mark.unit

@@ -17,6 +17,10 @@ import pyperf
 from harness.perf.benchmarks import BENCHMARKS, CALIBRATION
 from harness.perf.record import PerfRunDirectory
 
+import pytest
+
+pytestmark = pytest.mark.integration
+
 ROOT = Path(__file__).resolve().parents[2]
 CALIBRATION_BENCHES = [b.name for b in BENCHMARKS if b.tag == CALIBRATION]
 

@@ -16,6 +16,8 @@ import pytest
 
 from harness.perf.record import PerfRecord, PerfRunDirectory
 
+pytestmark = pytest.mark.integration
+
 BENCHES = (("module_call", "torch", 1e-4), ("optimizer_step", "torch", 1e-3), ("py_method_calls", "calibration", 3e-5))
 
 

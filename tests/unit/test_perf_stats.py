@@ -12,6 +12,8 @@ import pytest
 
 from harness.perf.compare import FASTER, SAME, SLOWER, geometric_mean, welch_speedup
 
+pytestmark = pytest.mark.unit
+
 
 def processes(center: float, count: int, spread: float, rng: random.Random) -> list[float]:
     """Per-process mean times: log-normal around `center`, as process layout and load make them."""

@@ -12,7 +12,7 @@ import pytest
 from harness.compare import known
 from harness.compare.diff import compare
 from harness.record.model import FileRecord, RunRecord, TestResult
-from harness.record.store import Side
+from harness.compare.sides import Side
 from harness.report import html, json_report, markdown
 from harness.record.culprits import Culprit, CulpritFunction, CulpritStatus
 from harness.report.model import History, Since, Status, Trend, TrendPoint, build

@@ -19,7 +19,9 @@ from harness.record.database import connect
 from harness.record.ingest import ingest, merge, stored_run
 from harness.record.junit import write_suite
 from harness.record.model import TestResult
-from harness.record.store import JUnitFiles, RunDirectory, Side, load_side
+from harness.compare.sides import Side, load_side
+from harness.record.junit import JUnitFiles
+from harness.record.store import RunDirectory
 from tests.conftest import FIXTURES, run_fixtures, write_run
 
 MANY = {f"test_{i}": "failed" if i % 7 == 0 else "passed" for i in range(5000)}

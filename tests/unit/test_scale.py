@@ -37,6 +37,7 @@ def _default_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM])
 def test_interrupt_then_resume_reruns_nothing_that_finished(slow_tier, tmp_path, stop):
     env, log = slow_tier
@@ -68,6 +69,7 @@ def test_interrupt_then_resume_reruns_nothing_that_finished(slow_tier, tmp_path,
     assert all(executions[nodeid] == 1 for nodeid in finished_before), executions
 
 
+@pytest.mark.integration
 def test_two_jobs_run_every_file_and_record_them_all(slow_tier, tmp_path):
     env, log = slow_tier
     done = subprocess.run(harness_run(env, tmp_path / "results", "--jobs", "2"), env=env, capture_output=True, text=True)
@@ -77,6 +79,7 @@ def test_two_jobs_run_every_file_and_record_them_all(slow_tier, tmp_path):
     assert len(log.read_text().splitlines()) == 12
 
 
+@pytest.mark.integration
 def test_shards_are_disjoint_cover_everything_and_are_recorded(slow_tier, tmp_path):
     env, _ = slow_tier
     shards = []
@@ -90,6 +93,7 @@ def test_shards_are_disjoint_cover_everything_and_are_recorded(slow_tier, tmp_pa
     assert shards[0].isdisjoint(shards[1]) and shards[0] | shards[1] == {"test_slow_a.py", "test_slow_b.py", "test_slow_c.py"}
 
 
+@pytest.mark.unit
 def test_shard_assignment_is_balanced_and_deterministic():
     weights = {"a": 10.0, "b": 9.0, "c": 5.0, "d": 4.0, "e": 1.0}
     first, second = shard_files(list(weights), 1, 2, weights), shard_files(list(weights), 2, 2, weights)
@@ -97,6 +101,7 @@ def test_shard_assignment_is_balanced_and_deterministic():
     assert shard_files(list(reversed(list(weights))), 1, 2, weights) == first  # input order does not matter
 
 
+@pytest.mark.integration
 def test_bad_shard_and_jobs_are_rejected():
     with pytest.raises(HarnessError, match="--shard must be I/N"):
         parse_shard("3/2")
@@ -105,10 +110,12 @@ def test_bad_shard_and_jobs_are_rejected():
     assert done.returncode == 3 and "--jobs must be at least 1" in done.stderr
 
 
+@pytest.mark.unit
 def test_longest_first_puts_untimed_files_first():
     assert longest_first(["a", "b", "c", "new"], {"a": 1.0, "b": 30.0, "c": 5.0}) == ["new", "b", "c", "a"]
 
 
+@pytest.mark.integration
 def test_p3_stage_selects_the_files_of_seed_003(tmp_path):
     for name in ("dynamo/test_misc.py", "inductor/test_pad_mm.py", "inductor/test_codecache.py", "export/test_export.py"):
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)

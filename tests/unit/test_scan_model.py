@@ -74,6 +74,7 @@ def cases_of(manifest: dict, op: str) -> list[dict]:
     return [case for case in manifest["cases"] if case["op"] == op]
 
 
+@pytest.mark.integration
 def test_repeated_calls_become_one_case_citing_the_source_line(tiny):
     _, manifest = tiny
     (tanh,) = cases_of(manifest, "torch.ops.aten.tanh.default")
@@ -87,6 +88,7 @@ def test_repeated_calls_become_one_case_citing_the_source_line(tiny):
     assert len({case["name"] for case in manifest["cases"]}) == len(manifest["cases"])
 
 
+@pytest.mark.integration
 def test_empty_and_random_ops_compare_metadata_only(tiny):
     _, manifest = tiny
     # dropout in train mode on CPU: empty_like for the mask, then bernoulli_ fills it
@@ -101,6 +103,7 @@ def test_empty_and_random_ops_compare_metadata_only(tiny):
     assert len(values) > 10
 
 
+@pytest.mark.integration
 def test_inputs_stay_valid_for_the_op(tiny):
     _, manifest = tiny
     (rsqrt,) = cases_of(manifest, "torch.ops.aten.rsqrt.default")
@@ -113,6 +116,7 @@ def test_inputs_stay_valid_for_the_op(tiny):
     assert zero["inputs"][0]["tensor"]["init"] == "zeros" and "uninitialized memory" in zero["description"]
 
 
+@pytest.mark.integration
 def test_what_cannot_be_expressed_is_listed_in_the_header_not_emitted(tiny):
     path, manifest = tiny
     header = [line for line in path.read_text().splitlines() if line.startswith("#")]
@@ -121,6 +125,7 @@ def test_what_cannot_be_expressed_is_listed_in_the_header_not_emitted(tiny):
     assert not cases_of(manifest, "torch.ops.aten.view_as_real.default")
 
 
+@pytest.mark.integration
 def test_scanning_again_writes_the_same_bytes_and_the_header_regenerates_it(tiny, tmp_path):
     first, _ = tiny
     again = tmp_path / "elsewhere" / first.name
@@ -133,6 +138,7 @@ def test_scanning_again_writes_the_same_bytes_and_the_header_regenerates_it(tiny
                        "--output op_manifests/tiny_net.yaml")
 
 
+@pytest.mark.integration
 def test_scanned_manifest_runs_green_under_the_op_manifest_runner(tiny):
     path, manifest = tiny
     done = subprocess.run([sys.executable, "-m", "pytest", "op_manifests", "--manifest-dir", path.parent,
@@ -142,6 +148,7 @@ def test_scanned_manifest_runs_green_under_the_op_manifest_runner(tiny):
     assert f"{len(manifest['cases'])} passed" in done.stdout
 
 
+@pytest.mark.integration
 def test_bad_module_is_a_one_line_usage_error(tmp_path):
     done = harness("scan-model", "--module", "no_such_package.models:Net", "--input-shape", "2",
                    "--output", tmp_path / "x.yaml")
@@ -158,6 +165,7 @@ def _committed_header(path: Path) -> tuple[list[str], dict[str, str]]:
     return command, versions
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("manifest", ["gpt_oss.yaml"])
 def test_committed_manifest_regenerates_byte_for_byte(manifest, tmp_path):
     committed = REPOSITORY / "op_manifests" / manifest

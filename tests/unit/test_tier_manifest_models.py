@@ -5,6 +5,8 @@ import pytest
 from harness.configure.tiers import load_tiers
 from harness.errors import HarnessError
 
+pytestmark = pytest.mark.unit
+
 
 def per_model_tiers(tmp_path, manifests: dict[str, str]) -> list[str]:
     """The tiers a user tier with `per_model` adds for these manifest files."""

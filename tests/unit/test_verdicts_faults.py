@@ -12,7 +12,7 @@ pytestmark = pytest.mark.integration
 
 from harness.compare.bisect import smallest_polluting_set
 from harness.compare.diff import compare
-from harness.record.store import load_side
+from harness.compare.sides import load_side
 from tests.conftest import FIXTURES, run_fixtures
 
 FILES = ("test_ops.py", "test_crash.py", "test_flaky.py", "test_order.py")

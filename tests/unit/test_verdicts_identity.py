@@ -15,8 +15,11 @@ from harness.compare.identity import index
 from harness.record.junit import RERUN_ATTEMPT, read_results
 from harness.record.junit import write_suite
 from harness.record.model import FileRecord, RunRecord, TestResult
-from harness.record.store import RunDirectory, Side, load_side
+from harness.compare.sides import Side, load_side
+from harness.record.store import RunDirectory
 from tests.conftest import FIXTURES
+
+import pytest
 
 OUTCOMES = FIXTURES / "outcomes"
 _CLOCK = itertools.count()  # start times in creation order, so the newest run is the last made
@@ -49,6 +52,7 @@ def pytest_junit(path: Path, *args: str) -> list[TestResult]:
     return read_results(path)
 
 
+@pytest.mark.integration
 def test_pytest_rerunfailures_reruns_are_one_test_with_its_attempts_and_xdist_changes_nothing(tmp_path):
     serial = pytest_junit(tmp_path / "serial.xml")
     parallel = pytest_junit(tmp_path / "xdist.xml", "-p", "xdist", "-n", "2")
@@ -58,6 +62,7 @@ def test_pytest_rerunfailures_reruns_are_one_test_with_its_attempts_and_xdist_ch
     assert {r.module for r in serial} == {"tests.fixtures.outcomes.test_outcomes"}
 
 
+@pytest.mark.integration
 def test_a_test_that_passed_only_on_a_rerun_is_flaky_not_a_regression(tmp_path):
     candidate = pytest_junit(tmp_path / "candidate.xml", "-k", "second_attempt")
     baseline = [TestResult(r.classname, r.name, "passed", r.module) for r in candidate]
@@ -67,6 +72,7 @@ def test_a_test_that_passed_only_on_a_rerun_is_flaky_not_a_regression(tmp_path):
     assert "passed only on a rerun" in comparison.flaky[0].reason
 
 
+@pytest.mark.unit
 def test_a_would_be_regression_whose_baseline_also_failed_is_flaky(tmp_path):
     baseline = TestResult("m.T", "t", "passed", "m", attempts=("failed: AssertionError",))
     candidate = TestResult("m.T", "t", "failed", "m", message="AssertionError")
@@ -74,6 +80,7 @@ def test_a_would_be_regression_whose_baseline_also_failed_is_flaky(tmp_path):
     assert comparison.regressions == () and comparison.flaky[0].reason.startswith("the baseline failed too")
 
 
+@pytest.mark.unit
 def test_unittest_style_reports_and_surefire_rerun_elements(tmp_path):
     suite = TestSuite("TestTorch")
     suite.add_testcase(TestCase("test_add_cpu_float32", "test_torch.TestTorchDeviceTypeCPU", 0.1))
@@ -88,6 +95,7 @@ def test_unittest_style_reports_and_surefire_rerun_elements(tmp_path):
     assert (result.module, result.outcome, result.attempts) == ("test_torch", "passed", ("failed: AssertionError: first try",))
 
 
+@pytest.mark.unit
 def test_addresses_and_xdist_groups_do_not_split_a_test(tmp_path):
     before = TestResult("m.T", "test_f[<function g at 0x7f3a2c1b9e50>]", "passed", "m")
     after = TestResult("m.T", "test_f[<function g at 0x7fee01234560>]@gpu", "passed", "m")
@@ -95,6 +103,7 @@ def test_addresses_and_xdist_groups_do_not_split_a_test(tmp_path):
     assert comparison.new == comparison.missing == ()
 
 
+@pytest.mark.unit
 def test_shards_given_as_run_directories_or_a_folder_make_one_side(tmp_path, capsys):
     passing = {"test_a": "passed", "test_b": "passed"}
     base = [make_run(tmp_path / "b", "stock", None, {"test_one": passing}, shard="1/2"),
@@ -111,6 +120,7 @@ def test_shards_given_as_run_directories_or_a_folder_make_one_side(tmp_path, cap
     assert "test sources cannot be compared: baseline ran as shards 1/2, 2/2, candidate as shards 1/2" in capsys.readouterr().out
 
 
+@pytest.mark.unit
 def test_missing_and_foreign_shards_make_the_comparison_invalid(tmp_path):
     passing = {"test_one": {"test_a": "passed"}}
     base = make_run(tmp_path / "b", "stock", None, passing)

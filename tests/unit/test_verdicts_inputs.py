@@ -7,6 +7,8 @@ import pytest
 from harness.cli import main
 from harness.record.junit import MAX_TOKEN, read_results
 
+pytestmark = pytest.mark.unit
+
 LAUGHS = """<?xml version="1.0"?>
 <!DOCTYPE lolz [
  <!ENTITY lol "lol">

@@ -8,6 +8,10 @@ from harness.cli import main
 from harness.record.junit import read_results
 from tests.unit.test_verdicts_identity import make_run
 
+import pytest
+
+pytestmark = pytest.mark.unit
+
 HEADER = "| Module | Baseline P/F/E/S/XF | Candidate P/F/E/S/XF | Compiled | Regressions |"
 PASSING = {"test_ops": {"test_add": "passed", "test_mul": "passed"}}
 

@@ -2,5 +2,5 @@
 
 cinderx (CinderX's settings and debug log), search (delta debugging over JIT lists), probes (reruns
 with a JIT list, in parallel), locate (where a function's code is), blame (one test, end to end),
-targets (which tests), command (`harness culprit`, `diff --culprit`).
+targets (which tests); the command (`harness culprit`, `diff --culprit`) is harness/commands/culprit.py.
 """

@@ -21,7 +21,8 @@ from harness.errors import HarnessError
 from harness.protocol import BAD_OUTCOMES, JitMode, Outcome
 from harness.record.junit import replay_prefix
 from harness.record.model import TestResult
-from harness.record.store import RUN_RECORD, Side, load_runs
+from harness.compare.sides import Side, load_runs
+from harness.record.store import RUN_RECORD
 
 ALWAYS = frozenset({Outcome.CRASHED, Outcome.TIMEOUT})  # searched without confirmation
 

@@ -11,9 +11,10 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harness.arguments import path_argument
+from harness.commands.arguments import RESULTS_HELP, path_argument
 from harness.errors import HarnessError
 from harness.exits import ExitStatus
+from harness.protocol import Setting
 
 if TYPE_CHECKING:
     from harness.configure.configurations import Configuration
@@ -31,7 +32,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                      help="test files or node ids, relative to the tests directory, instead of the tier's list")
     run.add_argument("--stage", nargs="+", action="extend", metavar="STAGE",
                      help="only these stages of the tier (p3: capture, normalize, post-grad, ir, codegen, ...)")
-    run.add_argument("--results", type=path_argument, help="results root (default: $HARNESS_RESULTS or ./results)")
+    run.add_argument("--results", type=path_argument, help=RESULTS_HELP)
     run.add_argument("--python", help="interpreter for the test processes (default: the one running this)")
     run.add_argument("--jobs", type=int, default=1, help="test files run in parallel (default 1)")
     run.add_argument("--shard", help="I/N: run only shard I of N, the same files in every configuration")
@@ -43,7 +44,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
 
     fetch = commands.add_parser("fetch-tests", help="fetch PyTorch's test/ folder for the installed torch")
     fetch.add_argument("--version", help="torch release (default: the torch of this interpreter)")
-    fetch.add_argument("--repo", help="PyTorch repository or mirror (default: $HARNESS_PYTORCH_REPO or GitHub)")
+    fetch.add_argument("--repo", help=f"PyTorch repository or mirror (default: ${Setting.PYTORCH_REPO} or GitHub)")
     fetch.add_argument("--cache", type=path_argument, help="where checkouts are kept (default: the harness cache)")
     fetch.set_defaults(handler=_fetch_tests)
 
@@ -149,7 +150,7 @@ def _fetch_tests(args: argparse.Namespace) -> int:
     from harness.configure.sources import fetch_tests, installed_torch_version
 
     tests = fetch_tests(args.version or installed_torch_version(), args.repo, args.cache)
-    print(f"PyTorch tests at {tests}\nuse them with: --tests-dir {tests}  (or: export HARNESS_TESTS_DIR={tests})")
+    print(f"PyTorch tests at {tests}\nuse them with: --tests-dir {tests}  (or: export {Setting.TESTS_DIR}={tests})")
     return ExitStatus.OK
 
 

@@ -12,7 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from harness.arguments import path_argument
+from harness.commands.arguments import RESULTS_HELP, add_output_options, path_argument
 from harness.errors import HarnessError
 from harness.perf import benchmarks
 from harness.perf.effort import EFFORTS, Effort
@@ -36,7 +36,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     run = actions.add_parser("run", help="run the benchmark suite under one configuration with this interpreter")
     run.add_argument("--config", required=True, help="configuration name (see configurations.yaml)")
     run.add_argument("--threshold", type=int, help="JIT compile threshold for this run (JIT configurations)")
-    run.add_argument("--results", type=path_argument, help="results root (default: $HARNESS_RESULTS or ./results)")
+    run.add_argument("--results", type=path_argument, help=RESULTS_HELP)
     run.add_argument("--python", help="interpreter to benchmark (default: the one running this)")
     run.add_argument("--bench", nargs="+", action="extend", metavar="NAME",
                      help=f"only these benchmarks ({', '.join(b.name for b in benchmarks.BENCHMARKS)})")
@@ -63,12 +63,10 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
 
     latest = actions.add_parser("compare-latest", help="the latest baseline perf run against the latest perf "
                                                        "run of every other configuration and threshold")
-    latest.add_argument("--results", type=path_argument, help="results root (default: $HARNESS_RESULTS or ./results)")
+    latest.add_argument("--results", type=path_argument, help=RESULTS_HELP)
     latest.set_defaults(handler=_compare_latest)
     for sub in (pair, latest):
-        sub.add_argument("--format", nargs="+", action="extend", choices=FORMATS, dest="formats",
-                         help="report formats (default: md)")
-        sub.add_argument("--out", type=path_argument, help="write perf-report.<format> files into this directory")
+        add_output_options(sub, FORMATS, "perf-report")
 
 
 def effort_of(args: argparse.Namespace) -> Effort:

@@ -13,18 +13,19 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harness.arguments import path_argument
-from harness.compare.culprit.command import add_search_options, positive
+from harness.commands.arguments import RESULTS_HELP, add_output_options, path_argument, positive
+from harness.commands.culprit import add_search_options
 from harness.compare.history import WINDOW
 from harness.compare.replay import RERUN_TIMEOUT
 from harness.errors import HarnessError
 from harness.exits import ExitStatus
+from harness.protocol import Setting
 from harness.report import FORMATS, unavailable
 
 if TYPE_CHECKING:
     from harness.compare.history import History, Series
     from harness.perf.compare import PerfComparison
-    from harness.record.store import Side
+    from harness.compare.sides import Side
 
 
 
@@ -41,12 +42,10 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     diff.set_defaults(handler=_diff)
     latest = commands.add_parser("diff-latest", help="compare the latest baseline run of each tier with the "
                                                      "latest run of every other configuration (and threshold)")
-    latest.add_argument("--results", type=path_argument, help="results root (default: $HARNESS_RESULTS or ./results)")
+    latest.add_argument("--results", type=path_argument, help=RESULTS_HELP)
     latest.set_defaults(handler=_diff_latest)
     for sub in (diff, latest):
-        sub.add_argument("--format", nargs="+", action="extend", choices=FORMATS, dest="formats",
-                         help="report formats (default: md)")
-        sub.add_argument("--out", type=path_argument, help="write report.<format> files into this directory")
+        add_output_options(sub, FORMATS, "report")
         sub.add_argument("--confirm", type=positive, metavar="K",
                          help="rerun each regression K times alone, in fresh processes, in both configurations "
                               "(and bisect earlier tests when it passes alone); what does not reproduce is flaky")
@@ -66,12 +65,11 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
         add_search_options(sub)
         sub.add_argument("--known-regressions", type=Path, metavar="FILE",
                          help="known regressions that add to (per configuration: replace) the shipped "
-                              "harness/configure/data/known_regressions.yaml (default: $HARNESS_KNOWN_REGRESSIONS); "
+                              f"harness/configure/data/known_regressions.yaml (default: ${Setting.KNOWN_REGRESSIONS}); "
                               "they are reported apart and do not count in the exit status")
     history = commands.add_parser("history", help="trends, new failures, recoveries, slower and flaky tests over the "
                                                   "runs in the results database")
-    history.add_argument("--results", type=Path, help="results root (default: $HARNESS_RESULTS or ./results); "
-                                                      "$HARNESS_DB names another database")
+    history.add_argument("--results", type=Path, help=f"{RESULTS_HELP}; ${Setting.DATABASE} names another database")
     history.add_argument("--last", type=positive, default=WINDOW, metavar="N",
                          help=f"runs of each series to look back over (default: {WINDOW})")
     history.add_argument("--config", help="only this configuration")
@@ -88,7 +86,7 @@ def _check_formats(args: argparse.Namespace) -> None:
 
 
 def _diff(args: argparse.Namespace) -> int:
-    from harness.record.store import group_shards, load_runs, load_side
+    from harness.compare.sides import group_shards, load_runs, load_side
 
     _check_formats(args)
     _refuse_repeated([args.baseline, *args.candidates])
@@ -110,18 +108,19 @@ def _refuse_repeated(paths: list[Path]) -> None:
 
 
 def _diff_latest(args: argparse.Namespace) -> int:
+    from harness.compare.sides import latest_sides, load_runs
     from harness.configure.configurations import load_catalog
-    from harness.record.store import default_results_root, latest_sides, load_runs
+    from harness.record.store import default_results_root
 
     _check_formats(args)
     root = args.results or default_results_root()
     baseline_name = load_catalog().baseline
     latest = latest_sides(root)
-    baselines = {tier: paths for (config, tier, _), paths in latest.items() if config == baseline_name}
+    baselines = {key.tier: paths for key, paths in latest.items() if key.configuration == baseline_name}
     loaded: dict[str, Side] = {}
     pairs = []
-    for (config, tier, threshold), paths in sorted(latest.items(), key=lambda item: (
-            item[0][1], item[0][0], item[0][2] is not None, item[0][2] or 0)):
+    for (config, tier, _), paths in sorted(latest.items(), key=lambda item: (
+            item[0].tier, item[0].configuration, item[0].threshold is not None, item[0].threshold or 0)):
         if config == baseline_name:
             continue
         if tier not in baselines:
@@ -167,7 +166,7 @@ def _check_outputs(args: argparse.Namespace) -> None:
 def _report(pairs: list[tuple[Side, Side]], args: argparse.Namespace, perf: PerfComparison | None = None) -> int:
     from harness.compare import known
     from harness.compare.confirm import Reruns, confirm
-    from harness.compare.culprit.command import recorded_culprits, search_comparisons
+    from harness.commands.culprit import recorded_culprits, search_comparisons
     from harness.compare.diff import Comparison, compare
     from harness.compare.validity import Allowances
     from harness.configure.configurations import load_catalog

@@ -11,7 +11,7 @@ import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harness.arguments import path_argument
+from harness.commands.arguments import path_argument
 from harness.errors import HarnessError
 from harness.exits import ExitStatus
 from harness.scan.catalog import CATALOG

@@ -8,12 +8,14 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from harness.commands.arguments import RESULTS_HELP
 from harness.exits import ExitStatus
+from harness.protocol import Setting
 
 
 def add_commands(commands: argparse._SubParsersAction) -> None:
     db = commands.add_parser("db", help="the results database: ingest run directories, rebuild it, merge others",
-                             description="The results database (results/harness.db, or $HARNESS_DB) is derived from "
+                             description=f"The results database (results/harness.db, or ${Setting.DATABASE}) is derived from "
                                          "the run directories, which stay the source of truth.")
     actions = db.add_subparsers(dest="action", required=True)
     ingest = actions.add_parser("ingest", help="add run directories (or every run directory in a folder)")
@@ -25,7 +27,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     merge.add_argument("sources", type=Path, nargs="+", metavar="DB")
     merge.set_defaults(handler=_merge)
     for action in (ingest, rebuild, merge):
-        action.add_argument("--results", type=Path, help="results root (default: $HARNESS_RESULTS or ./results)")
+        action.add_argument("--results", type=Path, help=RESULTS_HELP)
 
 
 def _target(args: argparse.Namespace) -> Path:

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harness.arguments import path_argument
+from harness.commands.arguments import path_argument, positive
 from harness.compare.replay import RERUN_TIMEOUT
 from harness.errors import HarnessError
 from harness.exits import ExitStatus
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from harness.compare.culprit.probes import Budget, Target
     from harness.compare.diff import Comparison
     from harness.record.culprits import Culprit
-    from harness.record.store import Side
+    from harness.compare.sides import Side
 
 DEFAULT_PROBES = 2  # reruns per JIT list: two disagreeing reruns are enough to call a probe flaky
 DEFAULT_ATTEMPTS = 10  # a compile-thread crash seen in 1 of 10 runs is caught again with probability 0.65
@@ -61,20 +61,11 @@ def add_search_options(parser: argparse.ArgumentParser) -> None:
                              f"time (default {DEFAULT_ATTEMPTS})")
 
 
-def positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive whole number, not {text!r}")
-    return value
-
-
 def _culprit(args: argparse.Namespace) -> int:
     from harness.compare.culprit import targets
     from harness.compare.culprit.probes import Budget
-    from harness.record.store import RUN_RECORD, load_side
+    from harness.compare.sides import load_side
+    from harness.record.store import RUN_RECORD
 
     source: Path = args.source
     if source.is_file():

@@ -1,0 +1,61 @@
+"""Every protocol name has one owner: `HARNESS_*` variables, event names and outcome names are
+spelled in harness/protocol.py and nowhere else in harness/ (docstrings and comments aside).
+
+A new literal fails here with its file and line: use `Env`, `Setting`, `Event` or `Outcome` instead.
+"""
+
+import ast
+from pathlib import Path
+
+from harness.protocol import ENV_PREFIX, Event, Outcome
+
+import pytest
+
+pytestmark = pytest.mark.unit
+
+HARNESS = Path(__file__).resolve().parents[2] / "harness"
+OWNER = HARNESS / "protocol.py"
+NAMES = {**{outcome.value: "outcome" for outcome in Outcome}, **{event.value: "event" for event in Event}}
+# The same words in another vocabulary, where they are not the protocol's names (file: words, why).
+OTHER_VOCABULARIES = {
+    "configure/tiers.py": {"timeout", "restart"},  # a tier's YAML keys (its time limit, its restart policy)
+    "compare/classify.py": {"timeout"},  # the failure class, written for people
+    "compare/pairs.py": {"passed"},  # a key of the evidence for a pair of runs
+    "compare/validity.py": {"collected"},  # a key of the JIT's read-back state: applied after collection
+    "run/events.py": {"error", "collected"},  # keys of an event's fields
+    "run/descendant.py": {"error"},  # a key of a descendant process's JIT report
+    "run/filerun.py": {"timeout"},  # how a process ended (test_timeout, file_timeout)
+    "record/junit.py": {"error", "skipped"},  # JUnit XML's element names
+    "perf/record.py": {"failed"},  # a perf run's status
+}
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    bodies = [node.body for node in ast.walk(tree)
+              if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))]
+    return {id(body[0].value) for body in bodies if body and isinstance(body[0], ast.Expr)
+            and isinstance(body[0].value, ast.Constant)}
+
+
+def literals() -> list[tuple[str, int, str]]:
+    """(file, line, text) of every string literal in harness/ outside the protocol, docstrings aside."""
+    found = []
+    for path in sorted(HARNESS.rglob("*.py")):
+        if path == OWNER:
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        skip = _docstrings(tree)
+        found += [(path.relative_to(HARNESS).as_posix(), node.lineno, node.value) for node in ast.walk(tree)
+                  if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in skip]
+    return found
+
+
+def test_harness_variables_are_named_only_in_the_protocol():
+    spelled = [f"harness/{file}:{line}: {text!r}" for file, line, text in literals() if ENV_PREFIX in text]
+    assert not spelled, "use harness.protocol.Env or Setting:\n" + "\n".join(spelled)
+
+
+def test_event_and_outcome_names_are_spelled_only_in_the_protocol():
+    spelled = [f"harness/{file}:{line}: {NAMES[text]} {text!r}" for file, line, text in literals()
+               if text in NAMES and text not in OTHER_VOCABULARIES.get(file, ())]
+    assert not spelled, "use harness.protocol.Event or Outcome:\n" + "\n".join(spelled)
