@@ -24,10 +24,11 @@ naming it, and is never modified.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import sqlite3
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 from harness.errors import HarnessError
@@ -144,7 +145,7 @@ def connect(path: Path, *, create: bool = True, scratch: bool = False) -> sqlite
     if path.is_dir():
         raise HarnessError(f"{path}: is a directory, not a results database")
     path.parent.mkdir(parents=True, exist_ok=True)
-    with reported(path):
+    with reported(path), nullcontext() if scratch else _one_opener(path):
         if path.is_file() and path.stat().st_size:
             read_only(path).close()  # look before opening for writing, see read_only
         connection = sqlite3.connect(path, timeout=BUSY_TIMEOUT, isolation_level=None)
@@ -160,6 +161,17 @@ def connect(path: Path, *, create: bool = True, scratch: bool = False) -> sqlite
             connection.close()
             raise
     return connection
+
+
+@contextmanager
+def _one_opener(path: Path) -> Iterator[None]:
+    """Processes open (create, migrate) a shared database one at a time, under a lock file beside it.
+    SQLite's own locks leave a window while a new file is being made: 8 writers starting at once
+    on a new database saw it half-made ("another program's SQLite database") in 1 of 4 runs. Once
+    open, writers share it through SQLite (WAL, busy timeout)."""
+    with open(path.with_name(f"{path.name}.lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
 
 
 @contextmanager
