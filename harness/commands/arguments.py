@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from harness.compare.replay import RERUN_TIMEOUT
 from harness.protocol import Setting
 
 RESULTS_HELP = f"results root (default: ${Setting.RESULTS} or ./results)"
@@ -25,6 +26,15 @@ def add_output_options(parser: argparse.ArgumentParser, formats: tuple[str, ...]
     parser.add_argument("--format", nargs="+", action="extend", choices=formats, dest="formats",
                         help="report formats (default: md)")
     parser.add_argument("--out", type=path_argument, help=f"write {stem}.<format> files into this directory")
+
+
+def add_rerun_options(parser: argparse.ArgumentParser, timeout: str, restart: str) -> None:
+    """How reruns start and how long one may take, as `diff --confirm` and `culprit` read them."""
+    parser.add_argument(timeout, type=positive, default=RERUN_TIMEOUT, metavar="SECONDS",
+                        help=f"time limit of one rerun (default: {RERUN_TIMEOUT})")
+    parser.add_argument(restart, choices=("warm", "fresh"), default="warm",
+                        help="warm (default): each rerun in a fork of a process that has collected the file, where "
+                             "that is safe (CinderX's settings can still be applied there); fresh: a new process each time")
 
 
 def positive(text: str) -> int:

@@ -13,8 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harness.commands.arguments import path_argument, positive
-from harness.compare.replay import RERUN_TIMEOUT
+from harness.commands.arguments import add_rerun_options, path_argument, positive
 from harness.errors import HarnessError
 from harness.exits import ExitStatus
 
@@ -41,11 +40,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     culprit.add_argument("--test", action="append", default=[], metavar="ID",
                          help="only this test (classname::name or node id); repeatable. In a run directory: any "
                               "failing test")
-    culprit.add_argument("--timeout", type=positive, default=RERUN_TIMEOUT, metavar="SECONDS",
-                         help=f"time limit of one rerun (default: {RERUN_TIMEOUT})")
-    culprit.add_argument("--restart", choices=("warm", "fresh"), default="warm",
-                         help="warm (default): reruns in forks of a process that collected the file, where CinderX's "
-                              "settings can still be applied; fresh: a new process each time")
+    add_rerun_options(culprit, "--timeout", "--restart")
     add_search_options(culprit)
     culprit.set_defaults(handler=_culprit)
 

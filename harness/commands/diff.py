@@ -13,10 +13,9 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harness.commands.arguments import RESULTS_HELP, add_output_options, path_argument, positive
+from harness.commands.arguments import RESULTS_HELP, add_output_options, add_rerun_options, path_argument, positive
 from harness.commands.culprit import add_search_options
 from harness.compare.history import WINDOW
-from harness.compare.replay import RERUN_TIMEOUT
 from harness.errors import HarnessError
 from harness.exits import ExitStatus
 from harness.protocol import Setting
@@ -47,13 +46,9 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     for sub in (diff, latest):
         add_output_options(sub, FORMATS, "report")
         sub.add_argument("--confirm", type=positive, metavar="K",
-                         help="rerun each regression K times alone, in fresh processes, in both configurations "
-                              "(and bisect earlier tests when it passes alone); what does not reproduce is flaky")
-        sub.add_argument("--confirm-timeout", type=positive, default=RERUN_TIMEOUT, metavar="SECONDS",
-                         help=f"time limit of one rerun process (default: {RERUN_TIMEOUT})")
-        sub.add_argument("--confirm-restart", choices=("warm", "fresh"), default="warm",
-                         help="warm (default): each rerun in a fork of a process that has collected the file, "
-                              "where that is safe; fresh: each rerun in a new process")
+                         help="rerun each regression K times alone in both configurations (and bisect earlier "
+                              "tests when it passes alone); what does not reproduce is flaky")
+        add_rerun_options(sub, "--confirm-timeout", "--confirm-restart")
         sub.add_argument("--allow-interpreter-mismatch", action="store_true",
                          help="compare runs of different interpreter versions (the report says so)")
         sub.add_argument("--merged-junit", type=path_argument, metavar="PATH",
