@@ -33,7 +33,7 @@ from typing import IO, Any
 import pytest
 
 from harness.protocol import PRIVATE_ENV, Activation, Env, Event, JitMode, Outcome, Request
-from harness.run import descendant, forkserver, jit, main_module
+from harness.run import descendant, forkserver, jit, script_mode
 
 MAX_TEXT = 20_000  # characters of failure text kept per test: enough to classify, bounded on disk
 JIT_COUNT_INTERVAL = 5.0  # seconds between compiled-function counts, so a crash keeps a recent one
@@ -59,7 +59,7 @@ class Recorder:
             self.stream.flush()
 
 
-pytest_plugins = (main_module.__name__,)  # --use-main-module's collection, where the harness defines the option
+pytest_plugins = (script_mode.__name__,)  # --use-main-module's collection, where the harness defines the option
 _request = Request.from_env()
 _private = {name: os.environ.pop(name, None) for name in PRIVATE_ENV}  # see the module's docstring
 if _private[Env.CONTROL_FD]:
@@ -81,9 +81,9 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser, args: list[str]) -> object:
-    """After the conftests: PyTorch's defines --use-main-module; elsewhere the harness does."""
+    """After the conftests: PyTorch's defines the script-mode options; elsewhere the harness does."""
     result = yield
-    main_module.add_option(parser)
+    script_mode.add_options(parser)
     return result
 
 

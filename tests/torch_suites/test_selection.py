@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from junitparser import JUnitXml
 
 from harness.protocol import Env
 
@@ -24,11 +25,15 @@ P1 = "harness/torch_suites/p1"
 P2 = "harness/torch_suites/p2"
 
 
-def run(*args: str, entries: str | None = None) -> subprocess.CompletedProcess[str]:
-    env = {key: value for key, value in os.environ.items() if key != Env.ENTRIES}
+def run(*args: str, entries: str | None = None, ci: str | None = None, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    """One process; `ci` is the CI variable torch's run_tests() reads (unset unless given, so the
+    answers are the same on a laptop and in a CI job)."""
+    env = {key: value for key, value in os.environ.items() if key not in (Env.ENTRIES, "CI")}
     if entries is not None:
         env[Env.ENTRIES] = entries
-    return subprocess.run([sys.executable, "-bb", *args], cwd=ROOT, env=env, capture_output=True, text=True)
+    if ci is not None:
+        env["CI"] = ci
+    return subprocess.run([sys.executable, "-bb", *args], cwd=cwd, env=env, capture_output=True, text=True)
 
 
 def node_ids(done: subprocess.CompletedProcess[str]) -> set[str]:
@@ -84,3 +89,16 @@ def test_script_mode_collects_what_pytest_collects():
     assert as_script.returncode == under_pytest.returncode == 0, as_script.stdout[-2000:] + as_script.stderr[-2000:]
     assert node_ids(as_script) == node_ids(under_pytest) == {
         f"{file}::TestNN::test_Linear", f"{file}::TestNN::test_Linear_no_batch_dim", f"{file}::TestNN::test_Linear_no_bias"}
+
+
+def test_script_mode_in_a_ci_job_writes_the_junit_report_pytorchs_ci_reads(tmp_path):
+    """With CI set, run_tests() passes --junit-xml-reruns=PATH (PyTorch's conftest's option): the
+    script run still works without that conftest, and the report lists the tests it ran."""
+    file = ROOT / P1 / "test_nn_common.py"
+    done = run(str(file), "--use-pytest", "-q", "-p", "no:cacheprovider", "-k", "test_Linear_no_bias",
+               entries="nn.Linear", ci="true", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    [report] = (tmp_path / "test-reports").rglob("*.xml")
+    cases = JUnitXml.fromfile(str(report))
+    assert [(case.classname, case.name, case.result) for suite in cases for case in suite] == [
+        ("TestNN", "test_Linear_no_bias", [])]
