@@ -27,6 +27,7 @@ import os
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
@@ -60,23 +61,35 @@ class Recorder:
 
 
 pytest_plugins = (script_mode.__name__,)  # --use-main-module's collection, where the harness defines the option
-_request = Request.from_env()
-_private = {name: os.environ.pop(name, None) for name in PRIVATE_ENV}  # see the module's docstring
-if _private[Env.CONTROL_FD]:
-    os.set_inheritable(int(_private[Env.CONTROL_FD]), False)  # no program a test runs gets the runner's commands
-_recorder = Recorder(None)
-_restart = "fresh"  # "warm" when this process forks its tests' workers, else "fresh: <why>"
-_collected = False  # collection finished in this process (or in the warm host it was forked from)
+
+
+@dataclass(frozen=True)
+class Handed:
+    """What the runner handed this process, read once as the plugin loads: the request, and the
+    private variables (removed from the environment at once, see the module's docstring)."""
+
+    request: Request
+    private: dict[str, str | None]
+
+    @classmethod
+    def take(cls) -> Handed:
+        request = Request.from_env()
+        private = {name: os.environ.pop(name, None) for name in PRIVATE_ENV}
+        if private[Env.CONTROL_FD]:
+            os.set_inheritable(int(private[Env.CONTROL_FD]), False)  # no program a test runs gets the runner's commands
+        return cls(request, private)
+
+
+_HANDED = Handed.take()
+SESSION = pytest.StashKey["HarnessSession"]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    global _recorder
-    path = _private[Env.EVENTS]
-    _recorder = Recorder(open(path, "a", encoding="utf-8", buffering=1) if path else None)
-    contamination = jit.cinderx_origin() if _request.mode == JitMode.ABSENT else None
-    _recorder.emit(Event.SESSION_START, pid=os.getpid(), jit_request=_request.__dict__, contamination=contamination)
-    if _request.activation == Activation.STARTUP:
-        _switch_jit()
+    """The session's state lives in one object, kept in the config's stash and registered for its hooks."""
+    session = HarnessSession(_HANDED)
+    config.stash[SESSION] = session
+    config.pluginmanager.register(session, "harness-session")
+    session.start()
 
 
 @pytest.hookimpl(wrapper=True)
@@ -87,148 +100,157 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Pa
     return result
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    _leave_out_finished(config, items)
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config: pytest.Config) -> None:
+    session = config.stash.get(SESSION, None)
+    if session is not None:
+        del config.stash[SESSION]
+        config.pluginmanager.unregister(session)
+    forkserver.worker_finished()
 
 
-def _leave_out_finished(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Leave out tests an earlier process of this file already finished (or crashed in)."""
-    path = _private[Env.DESELECT]
-    if not path or not os.path.exists(path):
-        return
-    with open(path, encoding="utf-8") as handle:
-        done = set(handle.read().splitlines())
-    kept = [item for item in items if item.nodeid not in done]
-    if len(kept) != len(items):
-        config.hook.pytest_deselected(items=[item for item in items if item.nodeid in done])
-        items[:] = kept
+class HarnessSession:
+    """The hooks that record one test process (or a warm host and the workers it forks)."""
 
+    def __init__(self, handed: Handed) -> None:
+        self.request = handed.request
+        self.private = handed.private
+        path = handed.private[Env.EVENTS]
+        self.recorder = Recorder(open(path, "a", encoding="utf-8", buffering=1) if path else None)
+        self.restart = "fresh"  # "warm" when this process forks its tests' workers, else "fresh: <why>"
+        self.collected = False  # collection finished in this process (or in the warm host it was forked from)
 
-def pytest_collection_finish(session: pytest.Session) -> None:
-    global _restart, _collected
-    _collected = True
-    _recorder.emit(Event.COLLECTED, count=len(session.items))
-    why_not = _why_not_warm(session)
-    _restart = f"fresh: {why_not}" if why_not else "warm"
-    _recorder.emit(Event.RESTART, mode=_restart)
-    if why_not and _request.activation != Activation.STARTUP:
-        _switch_jit()  # a warm host leaves the JIT off: each worker engages it after the fork
+    def start(self) -> None:
+        contamination = jit.cinderx_origin() if self.request.mode == JitMode.ABSENT else None
+        self.recorder.emit(Event.SESSION_START, pid=os.getpid(), jit_request=self.request.__dict__,
+                           contamination=contamination)
+        if self.request.activation == Activation.STARTUP:
+            self.switch_jit()
 
+    def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
+        self.leave_out_finished(config, items)
 
-def _why_not_warm(session: pytest.Session) -> str | None:
-    if _request.activation == Activation.STARTUP:
-        return "the JIT is on before collection (activation: startup)"
-    if session.testsfailed:
-        return "collection failed"
-    if session.config.option.collectonly:
-        return "collection only"
-    if session.config.pluginmanager.hasplugin("dsession"):
-        return "pytest-xdist runs the tests"
-    if _private[Env.JIT_SETTINGS] and jit.cinderx_loaded():
-        return f"{jit.cinderx_loaded()} was imported during collection: a fork cannot change CinderX's settings"
-    return forkserver.unsafe_to_fork(_private[Env.CONTROL_FD])
+    def leave_out_finished(self, config: pytest.Config, items: list[pytest.Item]) -> None:
+        """Leave out tests an earlier process of this file already finished (or crashed in)."""
+        path = self.private[Env.DESELECT]
+        if not path or not os.path.exists(path):
+            return
+        with open(path, encoding="utf-8") as handle:
+            done = set(handle.read().splitlines())
+        kept = [item for item in items if item.nodeid not in done]
+        if len(kept) != len(items):
+            config.hook.pytest_deselected(items=[item for item in items if item.nodeid in done])
+            items[:] = kept
 
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        self.collected = True
+        self.recorder.emit(Event.COLLECTED, count=len(session.items))
+        why_not = self.why_not_warm(session)
+        self.restart = f"fresh: {why_not}" if why_not else "warm"
+        self.recorder.emit(Event.RESTART, mode=self.restart)
+        if why_not and self.request.activation != Activation.STARTUP:
+            self.switch_jit()  # a warm host leaves the JIT off: each worker engages it after the fork
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_runtestloop(session: pytest.Session) -> bool | None:
-    """In a warm host, returns only inside a forked worker, which then runs pytest's own loop.
-    A rerun host that cannot fork runs nothing: its client reruns in fresh processes instead."""
-    rerun_host = _private[Env.SELECT] is not None
-    if _restart == "warm":
-        session.config.get_terminal_writer().flush()
-        serve = forkserver.serve_reruns if rerun_host else forkserver.serve
-        serve(_private[Env.CONTROL_FD], lambda: _start_worker(session), _recorder.emit)
-    elif rerun_host:
-        return True
-    return None
+    def why_not_warm(self, session: pytest.Session) -> str | None:
+        if self.request.activation == Activation.STARTUP:
+            return "the JIT is on before collection (activation: startup)"
+        if session.testsfailed:
+            return "collection failed"
+        if session.config.option.collectonly:
+            return "collection only"
+        if session.config.pluginmanager.hasplugin("dsession"):
+            return "pytest-xdist runs the tests"
+        if self.private[Env.JIT_SETTINGS] and jit.cinderx_loaded():
+            return f"{jit.cinderx_loaded()} was imported during collection: a fork cannot change CinderX's settings"
+        return forkserver.unsafe_to_fork(self.private[Env.CONTROL_FD])
 
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> bool | None:
+        """In a warm host, returns only inside a forked worker, which then runs pytest's own loop.
+        A rerun host that cannot fork runs nothing: its client reruns in fresh processes instead."""
+        rerun_host = self.private[Env.SELECT] is not None
+        if self.restart == "warm":
+            session.config.get_terminal_writer().flush()
+            serve = forkserver.serve_reruns if rerun_host else forkserver.serve
+            serve(self.private[Env.CONTROL_FD], lambda: self.start_worker(session), self.recorder.emit)
+        elif rerun_host:
+            return True
+        return None
 
-def _start_worker(session: pytest.Session) -> None:
-    _recorder.owner = os.getpid()
-    _recorder.emit(Event.WORKER_START, pid=os.getpid())
-    capture = session.config.pluginmanager.getplugin("capturemanager")
-    if capture is not None and capture.is_globally_capturing():
-        capture.read_global_capture()  # drop what a dead worker wrote into the shared capture file
-    _leave_out_finished(session.config, session.items)
-    _keep_selected(session.config, session.items)
-    settings = _private[Env.JIT_SETTINGS]
-    _switch_jit(jit.load_settings(settings) if settings else None)
+    def start_worker(self, session: pytest.Session) -> None:
+        self.recorder.owner = os.getpid()
+        self.recorder.emit(Event.WORKER_START, pid=os.getpid())
+        capture = session.config.pluginmanager.getplugin("capturemanager")
+        if capture is not None and capture.is_globally_capturing():
+            capture.read_global_capture()  # drop what a dead worker wrote into the shared capture file
+        self.leave_out_finished(session.config, session.items)
+        self.keep_selected(session.config, session.items)
+        settings = self.private[Env.JIT_SETTINGS]
+        self.switch_jit(jit.load_settings(settings) if settings else None)
 
+    def keep_selected(self, config: pytest.Config, items: list[pytest.Item]) -> None:
+        """In a rerun host's worker: only the node ids its client asked for, in collection order."""
+        path = self.private[Env.SELECT]
+        if not path:
+            return
+        with open(path, encoding="utf-8") as handle:
+            wanted = set(handle.read().splitlines())
+        config.hook.pytest_deselected(items=[item for item in items if item.nodeid not in wanted])
+        items[:] = [item for item in items if item.nodeid in wanted]
 
-def _keep_selected(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """In a rerun host's worker: only the node ids its client asked for, in collection order."""
-    path = _private[Env.SELECT]
-    if not path:
-        return
-    with open(path, encoding="utf-8") as handle:
-        wanted = set(handle.read().splitlines())
-    config.hook.pytest_deselected(items=[item for item in items if item.nodeid not in wanted])
-    items[:] = [item for item in items if item.nodeid in wanted]
+    def switch_jit(self, settings_error: str | None = None) -> None:
+        """Apply the JIT request; record what CinderX reports before and after (validity compares them)."""
+        before = jit.snapshot()
+        error = "; ".join(filter(None, [settings_error, jit.apply(self.request)])) or None
+        self.recorder.emit(Event.JIT_APPLIED, error=error, state=jit.snapshot().as_dict(), collected=self.collected,
+                           compiled_before=before.compiled)
+        if self.request.mode != JitMode.ABSENT:  # the processes the tests start get the same JIT, and prove it
+            self.recorder.children_ended = descendant.engage_descendants(self.recorder.emit)
 
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        if report.failed:
+            self.recorder.emit(Event.COLLECT_ERROR, nodeid=report.nodeid, message=_first_line(report),
+                               text=report.longreprtext[-MAX_TEXT:])
 
-def _switch_jit(settings_error: str | None = None) -> None:
-    """Apply the JIT request; record what CinderX reports before and after (validity compares them)."""
-    before = jit.snapshot()
-    error = "; ".join(filter(None, [settings_error, jit.apply(_request)])) or None
-    _recorder.emit(Event.JIT_APPLIED, error=error, state=jit.snapshot().as_dict(), collected=_collected,
-                   compiled_before=before.compiled)
-    if _request.mode != JitMode.ABSENT:  # the processes the tests start get the same JIT, and prove it
-        _recorder.children_ended = descendant.engage_descendants(_recorder.emit)
+    def pytest_runtest_logstart(self, nodeid: str, location: tuple[str, int | None, str]) -> None:
+        self.recorder.outcomes[nodeid] = _fresh_result()
+        self.recorder.emit(Event.START, nodeid=nodeid)
 
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        result = self.recorder.outcomes.setdefault(report.nodeid, _fresh_result())
+        result["duration"] += report.duration
+        outcome = _phase_outcome(report)
+        if outcome is not None and outcome.rank > result["outcome"].rank:
+            result["outcome"] = outcome
+            result["message"] = _first_line(report)
+            result["text"] = report.longreprtext[-MAX_TEXT:]
 
-def pytest_collectreport(report: pytest.CollectReport) -> None:
-    if report.failed:
-        _recorder.emit(Event.COLLECT_ERROR, nodeid=report.nodeid, message=_first_line(report),
-                       text=report.longreprtext[-MAX_TEXT:])
+    def pytest_runtest_logfinish(self, nodeid: str, location: tuple[str, int | None, str]) -> None:
+        """The final word on a test; a test run again in this process (pytest-rerunfailures,
+        flakefinder) carries its earlier attempts, oldest first, and the last attempt decides."""
+        recorder = self.recorder
+        result = recorder.outcomes.pop(nodeid)
+        earlier = recorder.attempts.setdefault(nodeid, [])
+        recorder.emit(Event.RESULT, nodeid=nodeid, attempts=list(earlier), **result)
+        earlier.append(f"{result['outcome']}: {result['message']}".rstrip(": "))
+        recorder.children_ended()
+        if self.request.mode != JitMode.ABSENT and time.monotonic() - recorder.last_jit_count > JIT_COUNT_INTERVAL:
+            recorder.last_jit_count = time.monotonic()
+            recorder.emit(Event.JIT_COUNT, compiled=jit.compiled_now())
+
+    def pytest_internalerror(self, excrepr: object, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
+        """pytest itself failed (a plugin or conftest bug): say so, or the tests it never ran would vanish."""
+        self.recorder.emit(Event.INTERNAL_ERROR, message=f"{excinfo.typename}: {excinfo.value}"[:500],
+                           text=str(excrepr)[-MAX_TEXT:])
+
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        self.recorder.children_ended()
+        self.recorder.emit(Event.SESSION_FINISH, exitstatus=int(exitstatus), jit=jit.snapshot().as_dict())
+        forkserver.end_rerun_worker(int(exitstatus))
 
 
 def _fresh_result() -> dict[str, Any]:
     return {"outcome": Outcome.PASSED, "duration": 0.0, "message": "", "text": ""}
-
-
-def pytest_runtest_logstart(nodeid: str, location: tuple[str, int | None, str]) -> None:
-    _recorder.outcomes[nodeid] = _fresh_result()
-    _recorder.emit(Event.START, nodeid=nodeid)
-
-
-def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    result = _recorder.outcomes.setdefault(report.nodeid, _fresh_result())
-    result["duration"] += report.duration
-    outcome = _phase_outcome(report)
-    if outcome is not None and outcome.rank > result["outcome"].rank:
-        result["outcome"] = outcome
-        result["message"] = _first_line(report)
-        result["text"] = report.longreprtext[-MAX_TEXT:]
-
-
-def pytest_runtest_logfinish(nodeid: str, location: tuple[str, int | None, str]) -> None:
-    """The final word on a test; a test run again in this process (pytest-rerunfailures,
-    flakefinder) carries its earlier attempts, oldest first, and the last attempt decides."""
-    result = _recorder.outcomes.pop(nodeid)
-    earlier = _recorder.attempts.setdefault(nodeid, [])
-    _recorder.emit(Event.RESULT, nodeid=nodeid, attempts=list(earlier), **result)
-    earlier.append(f"{result['outcome']}: {result['message']}".rstrip(": "))
-    _recorder.children_ended()
-    if _request.mode != JitMode.ABSENT and time.monotonic() - _recorder.last_jit_count > JIT_COUNT_INTERVAL:
-        _recorder.last_jit_count = time.monotonic()
-        _recorder.emit(Event.JIT_COUNT, compiled=jit.compiled_now())
-
-
-def pytest_internalerror(excrepr: object, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
-    """pytest itself failed (a plugin or conftest bug): say so, or the tests it never ran would vanish."""
-    _recorder.emit(Event.INTERNAL_ERROR, message=f"{excinfo.typename}: {excinfo.value}"[:500],
-                   text=str(excrepr)[-MAX_TEXT:])
-
-
-def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    _recorder.children_ended()
-    _recorder.emit(Event.SESSION_FINISH, exitstatus=int(exitstatus), jit=jit.snapshot().as_dict())
-    forkserver.end_rerun_worker(int(exitstatus))
-
-
-@pytest.hookimpl(trylast=True)
-def pytest_unconfigure(config: pytest.Config) -> None:
-    forkserver.worker_finished()
 
 
 def _phase_outcome(report: pytest.TestReport) -> Outcome | None:
