@@ -29,6 +29,7 @@ from harness.configure import environments  # noqa: E402
 from harness.configure.configurations import Configuration, load_catalog  # noqa: E402
 from harness.configure.tiers import Tier, load_tiers  # noqa: E402
 from harness.errors import HarnessError  # noqa: E402
+from harness.protocol import Setting  # noqa: E402
 from harness.record.store import default_results_root  # noqa: E402
 
 nox.options.default_venv_backend = "venv"
@@ -133,7 +134,7 @@ def tests(session: nox.Session) -> None:
     CPython 3.14 + CinderX."""
     ensure_chromium(session)
     session.install("--disable-pip-version-check", "-e", f"{ROOT}[test]", TEST_TORCH)
-    session.run("pytest", *session.posargs, env={"HARNESS_CHROMIUM": str(CHROMIUM)})
+    session.run("pytest", *session.posargs, env={Setting.CHROMIUM: str(CHROMIUM)})
 
 
 @nox.session(python=False)

@@ -22,6 +22,12 @@ from pathlib import Path
 from measure import rounds, timed
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import yaml  # noqa: E402
+
+from harness.protocol import Setting  # noqa: E402
+
 REGRESSIONS = 20
 OPS = 120  # OpInfos instantiated: the collection a rerun must repeat
 
@@ -64,13 +70,12 @@ def main() -> None:
         (folder / "tests").mkdir()
         (folder / "tests" / "test_confirm.py").write_text(TEST_FILE.format(ops=OPS))
         failing = _failing_ops(args.python)
-        (folder / "tiers.yaml").write_text("tiers:\n  bench:\n    files: ['test_*.py']\n    entry: script\n"
-                                           "    env: {OMP_NUM_THREADS: '1'}\n")
-        (folder / "configurations.yaml").write_text(
-            f"configurations:\n  faulty:\n    python: {args.python}\n    venv: false\n    jit: absent\n"
-            f"    env: {{BENCH_FAILING: '{','.join(failing)}'}}\n")
-        env = {**os.environ, "HARNESS_TIERS": str(folder / "tiers.yaml"),
-               "HARNESS_CONFIGURATIONS": str(folder / "configurations.yaml"), "PYTHONPATH": str(ROOT)}
+        tiers = {"tiers": {"bench": {"files": ["test_*.py"], "entry": "script", "env": {"OMP_NUM_THREADS": "1"}}}}
+        faulty = {"python": args.python, "venv": False, "jit": "absent", "env": {"BENCH_FAILING": ",".join(failing)}}
+        (folder / "tiers.yaml").write_text(yaml.safe_dump(tiers))
+        (folder / "configurations.yaml").write_text(yaml.safe_dump({"configurations": {"faulty": faulty}}))
+        env = {**os.environ, Setting.TIERS: str(folder / "tiers.yaml"),
+               Setting.CONFIGURATIONS: str(folder / "configurations.yaml"), "PYTHONPATH": str(ROOT)}
         runs = {}
         for config in ("stock", "faulty"):
             runs[config] = folder / config

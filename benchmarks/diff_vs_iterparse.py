@@ -38,7 +38,7 @@ from junitparser import JUnitXml, TestCase, TestSuite  # noqa: E402
 from junitparser import Failure as JUnitFailure  # noqa: E402
 
 from harness.compare.diff import compare  # noqa: E402
-from harness.record.database import DATABASE_ENV  # noqa: E402
+from harness.protocol import Env, Setting  # noqa: E402
 from harness.record.ingest import ingest  # noqa: E402
 from harness.record.junit import write_suite  # noqa: E402
 from harness.record.model import FileRecord, RunRecord, TestResult  # noqa: E402
@@ -47,7 +47,7 @@ from harness.record.store import RunDirectory  # noqa: E402
 from harness.report.json_report import to_json  # noqa: E402
 from harness.report.model import build  # noqa: E402
 
-PREFIX = ("cd /work/pytorch/test && env -u CI HARNESS_JIT=on HARNESS_THRESHOLD=1000 PYTHONPATH=/opt/harness "
+PREFIX = (f"cd /work/pytorch/test && env -u CI {Env.JIT}=on {Env.THRESHOLD}=1000 PYTHONPATH=/opt/harness "
           "/opt/python3.14/bin/python3.14 -bb -X faulthandler -m pytest -p harness.run.plugin")
 TEMPLATE_MODULE = "test_bench_template"
 SIDES = {"baseline": ("stock", None), "candidate": ("cinderx-jit", 1000)}
@@ -121,7 +121,7 @@ def diff(root: Path) -> int:
 
 
 def measure(phase: str, root: str, database: str, queue: multiprocessing.Queue) -> None:
-    os.environ[DATABASE_ENV] = database
+    os.environ[Setting.DATABASE] = database
     usage = [resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
     began = time.perf_counter()
     size = {"bare": bare, "diff": diff}[phase](Path(root))

@@ -21,13 +21,14 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from harness.compare.diff import compare  # noqa: E402
+from harness.protocol import Env  # noqa: E402
 from harness.record.model import RunRecord, TestResult  # noqa: E402
 from harness.compare.sides import Side  # noqa: E402
 from harness.report.model import build  # noqa: E402
 from harness.report.output import render  # noqa: E402
 
 TARGET_SECONDS, TARGET_MB = 10.0, 15.0
-PREFIX = ("cd /work/pytorch/test && env -u CI HARNESS_JIT={jit} HARNESS_THRESHOLD=1000 PYTHONPATH=/opt/harness "
+PREFIX = (f"cd /work/pytorch/test && env -u CI {Env.JIT}={{jit}} {Env.THRESHOLD}=1000 PYTHONPATH=/opt/harness "
           "/opt/python3.14/bin/python3.14 -bb -X faulthandler -m pytest -p harness.run.plugin")
 MESSAGE = ("AssertionError: Tensor-likes are not close!\n\nMismatched elements: 3 / 64 (4.7%)\n"
            "Greatest absolute difference: 0.0018 at index (2, 7) (up to 1e-05 allowed)\n"

@@ -25,6 +25,11 @@ from pathlib import Path
 from measure import report, rounds
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import yaml  # noqa: E402
+
+from harness.protocol import Setting  # noqa: E402
 
 TEST_FILE = '''
 import ctypes
@@ -54,8 +59,8 @@ def write_corpus(folder: Path) -> None:
     (folder / "single" / "test_crash_at_10.py").write_text(TEST_FILE.format(crash_at=10, count=1000, rounds=40))
     for name in "abcd":
         (folder / "tier" / f"test_part_{name}.py").write_text(TEST_FILE.format(crash_at=-1, count=250, rounds=60))
-    (folder / "tiers.yaml").write_text("tiers:\n  bench:\n    files: ['test_*.py']\n    timeout: 3600\n"
-                                       "  bench-fresh:\n    files: ['test_*.py']\n    timeout: 3600\n    restart: fresh\n")
+    bench = {"files": ["test_*.py"], "timeout": 3600}
+    (folder / "tiers.yaml").write_text(yaml.safe_dump({"tiers": {"bench": bench, "bench-fresh": {**bench, "restart": "fresh"}}}))
 
 
 def main() -> None:
@@ -69,7 +74,7 @@ def main() -> None:
         write_corpus(folder)
         # One thread per test process, as P0 runs: CPU-bound files measure file parallelism, and
         # no OpenMP/BLAS pool is alive after collection, so a crash resumes warm.
-        env = {**os.environ, "HARNESS_TIERS": str(folder / "tiers.yaml"), "OMP_NUM_THREADS": "1",
+        env = {**os.environ, Setting.TIERS: str(folder / "tiers.yaml"), "OMP_NUM_THREADS": "1",
                "PYTHONPATH": str(ROOT)}
         harness = [sys.executable, "-m", "harness", "run", "--config", "stock", "--tier", "bench",
                    "--python", args.python, "--results", str(folder / "results")]

@@ -54,6 +54,7 @@ class Setting(StrEnum):
     PYTORCH_REPO = "HARNESS_PYTORCH_REPO"  # where fetch-tests clones PyTorch from (--repo)
     DEBIAN_MIRROR = "HARNESS_DEBIAN_MIRROR"  # where provisioning downloads CPython 3.14 from
     STRESS_SECONDS = "HARNESS_STRESS_SECONDS"  # how long each round of the stress tier traces
+    CHROMIUM = "HARNESS_CHROMIUM"  # the browser the HTML report's tests drive (default: chromium on PATH)
 
 
 ENV_PREFIX = "HARNESS_"  # every variable of Env and Setting: a perf child inherits them all

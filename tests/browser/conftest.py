@@ -21,6 +21,8 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import BrowserContext, Page, sync_playwright
 
+from harness.protocol import Setting
+
 ROOT = Path(__file__).resolve().parents[2]
 OUTPUT = Path(os.environ.get("HARNESS_TEST_OUTPUT", ROOT / "test-output")) / "browser"  # screenshots land here
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -28,7 +30,7 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-
 
 
 def chromium() -> str:
-    path = os.environ.get("HARNESS_CHROMIUM") or shutil.which("chromium")
+    path = os.environ.get(Setting.CHROMIUM) or shutil.which("chromium")
     if not path or not Path(path).exists():
         pytest.fail("the browser tests need Debian's chromium (apt-get install chromium; `nox -s tests` installs it)",
                     pytrace=False)

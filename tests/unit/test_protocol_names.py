@@ -1,5 +1,6 @@
 """Every protocol name has one owner: `HARNESS_*` variables, event names and outcome names are
-spelled in harness/protocol.py and nowhere else in harness/ (docstrings and comments aside).
+spelled in harness/protocol.py and nowhere else in harness/ (docstrings and comments aside); the
+`HARNESS_*` names not in the noxfile, the benchmark scripts or the tools either.
 
 A new literal fails here with its file and line: use `Env`, `Setting`, `Event` or `Outcome` instead.
 """
@@ -13,7 +14,9 @@ import pytest
 
 pytestmark = pytest.mark.unit
 
-HARNESS = Path(__file__).resolve().parents[2] / "harness"
+ROOT = Path(__file__).resolve().parents[2]
+HARNESS = ROOT / "harness"
+SCRIPTS = (ROOT / "noxfile.py", *sorted((ROOT / "benchmarks").glob("*.py")), *sorted((ROOT / "tools").glob("*.py")))
 OWNER = HARNESS / "protocol.py"
 NAMES = {**{outcome.value: "outcome" for outcome in Outcome}, **{event.value: "event" for event in Event}}
 # The same words in another vocabulary, where they are not the protocol's names (file: words, why).
@@ -37,21 +40,23 @@ def _docstrings(tree: ast.AST) -> set[int]:
             and isinstance(body[0].value, ast.Constant)}
 
 
-def literals() -> list[tuple[str, int, str]]:
-    """(file, line, text) of every string literal in harness/ outside the protocol, docstrings aside."""
+def literals(paths: tuple[Path, ...] = tuple(sorted(HARNESS.rglob("*.py")))) -> list[tuple[str, int, str]]:
+    """(file, line, text) of every string literal in `paths` outside the protocol, docstrings aside."""
     found = []
-    for path in sorted(HARNESS.rglob("*.py")):
+    for path in paths:
         if path == OWNER:
             continue
         tree = ast.parse(path.read_text(encoding="utf-8"))
         skip = _docstrings(tree)
-        found += [(path.relative_to(HARNESS).as_posix(), node.lineno, node.value) for node in ast.walk(tree)
+        found += [(path.relative_to(HARNESS).as_posix() if path.is_relative_to(HARNESS)
+                   else path.relative_to(ROOT).as_posix(), node.lineno, node.value)
+                  for node in ast.walk(tree)
                   if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in skip]
     return found
 
 
 def test_harness_variables_are_named_only_in_the_protocol():
-    spelled = [f"harness/{file}:{line}: {text!r}" for file, line, text in literals() if ENV_PREFIX in text]
+    spelled = [f"{file}:{line}: {text!r}" for file, line, text in literals() + literals(SCRIPTS) if ENV_PREFIX in text]
     assert not spelled, "use harness.protocol.Env or Setting:\n" + "\n".join(spelled)
 
 
