@@ -4,7 +4,11 @@ For every file of a tier's bundled suites (P1 by default: PyTorch's generic test
 databases inside torch, harness/torch_suites/p1/), both ways, back to back in alternating order:
 - the harness: `python -m harness run --config stock --tier p1 --select FILE` (script mode, the
   harness plugin, warm restarts, the run record and JUnit XML);
-- pytest alone: `python -bb -m pytest FILE --junitxml=...` with the same environment discipline.
+- pytest alone, started the way the tier starts a file (`entry: script`, as PyTorch's CI does:
+  `python -bb FILE --use-pytest --junitxml=...`; `entry: pytest`: `python -bb -m pytest FILE ...`),
+  with the same environment. The entry matters more than the harness: test_ops_out.py takes about
+  25 s as a script and 42 s under `python -m pytest` (same 1,403 outcomes), so comparing the
+  harness's script run against `-m pytest` would credit the harness with PyTorch's speed-up.
 It prints each file's wall times, their ratio, and whether the two records agree test by test
 (same test ids, same outcomes: harness/compare/identity.py `disagreements`), then the total ratio
 (target: at most 1.03) and the median of the per-round total ratios when --rounds > 1.
@@ -66,7 +70,8 @@ def main() -> None:
                 junit = Path(scratch) / f"j{number}-{index}"
                 harness = [args.python, "-m", "harness", "run", "--config", "stock", "--tier", args.tier,
                            "--select", file, "--results", str(results)]
-                plain = [args.python, "-bb", "-m", "pytest", file, "-q", f"--junitxml={junit / 'junit.xml'}"]
+                entry = [file, "--use-pytest"] if tier.entry == "script" else ["-m", "pytest", file]
+                plain = [args.python, "-bb", *entry, "-q", f"--junitxml={junit / 'junit.xml'}"]
                 order = [("harness", harness), ("pytest", plain)]
                 times = {}
                 for name, command in (order if (number + index) % 2 == 0 else order[::-1]):
