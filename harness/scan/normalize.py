@@ -25,13 +25,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from decimal import ROUND_CEILING, ROUND_FLOOR, ROUND_HALF_EVEN, Decimal
 
+from harness.op_manifests.loader import DTYPES, FLOAT_DTYPES
 from harness.scan import ops
 from harness.scan.capture import Call, DtypeObs, EnumObs, Observed, OpaqueObs, Param, TensorObs, ValueFacts
 
-# The op-manifest loader's dtype names (op_manifests/loader.py DTYPES, canonical spellings).
-KNOWN_DTYPES = frozenset({"float16", "bfloat16", "float32", "float64", "int8", "uint8", "int16", "int32", "int64",
-                          "bool"})
-FLOAT_DTYPES = frozenset({"float16", "bfloat16", "float32", "float64"})
+KNOWN_DTYPES = frozenset(DTYPES.values())  # the op-manifest loader's canonical dtype names
 DEFAULT_DTYPE = "float32"
 # Largest magnitude of a synthesized float: the runner draws uniform values in float32 as
 # `rand * (high - low) + low`, so |high - low| must stay finite; fp16 has a far smaller range.

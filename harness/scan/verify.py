@@ -6,26 +6,20 @@ what would not be green, so a scanned manifest never ships a failing case.
 - Two identical calls give different values (nondeterminism the op tables did not know about): the
   case compares metadata only; if even shape/dtype/strides differ, it is skipped.
 
-The op-manifest framework lives next to `harness/` in the repository (pytest collects it from there,
-it is not an installed package), so it is imported from the checkout.
+The op-manifest framework is `harness.op_manifests`, imported when a scan verifies (it imports torch).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import importlib
-import sys
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
-from harness.errors import HarnessError
 from harness.scan.normalize import Case, Omission, Scan
 
-REPOSITORY = Path(__file__).resolve().parents[2]
 _RAISED = ("CPU eager reference raised", "backend eager raised")  # how runner.run_case reports an op's error
 
 
@@ -38,7 +32,7 @@ class Verdict:
 
 def verify(scan: Scan, render: Callable[[Scan], str]) -> tuple[Scan, tuple[Verdict, ...]]:
     """`scan` with every case adjusted to what running it showed, and the changes made."""
-    loader, runner = _framework()
+    from harness.op_manifests import loader, runner
     limits = loader.Limits()
     with tempfile.TemporaryDirectory(prefix="scan-verify-") as folder:
         path = Path(folder) / "scan.yaml"
@@ -93,13 +87,3 @@ def _first_line(error: object) -> str:
     text = next((line.strip() for line in str(error).splitlines() if line.strip()), "")
     return text[:240]
 
-
-def _framework() -> tuple[ModuleType, ModuleType]:
-    """op_manifests.loader and op_manifests.runner, from the checkout this harness runs from."""
-    if (REPOSITORY / "op_manifests" / "loader.py").is_file() and str(REPOSITORY) not in sys.path:
-        sys.path.append(str(REPOSITORY))
-    try:
-        return importlib.import_module("op_manifests.loader"), importlib.import_module("op_manifests.runner")
-    except ImportError as exc:
-        raise HarnessError(f"cannot import the op-manifest runner to check the cases ({exc}); "
-                           "run from a checkout of the harness or pass --no-verify") from None

@@ -31,7 +31,9 @@ ALLOWED: dict[str, frozenset[str]] = {
     # perf: a second pipeline (timings, not test outcomes) on the first one's configure, record and run;
     # the report shows its comparison, so report may import it (and compare may not).
     "perf": FOUNDATION | {"configure", "record", "run"},
-    "scan": FOUNDATION,  # model -> op manifest: stands alone
+    # op_manifests: YAML op tests (loader, runner, the pytest module P0 and `ops` run); stands alone.
+    "op_manifests": FOUNDATION,
+    "scan": FOUNDATION | {"op_manifests"},  # model -> op manifest, checked by the op-manifest loader and runner
     **{payload: FOUNDATION | {"run"} | PAYLOADS for payload in PAYLOADS},
     # commands/: the one layer that joins the stages (a subcommand each); cli.py puts them under one
     # parser; __main__ calls it. Nothing imports them back.

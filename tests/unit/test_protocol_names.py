@@ -30,6 +30,7 @@ OTHER_VOCABULARIES = {
     "run/filerun.py": {"timeout"},  # how a process ended (test_timeout, file_timeout)
     "record/junit.py": {"error", "skipped"},  # JUnit XML's element names
     "perf/record.py": {"failed"},  # a perf run's status
+    "op_manifests/report.py": {"collected"},  # a key of the report's dedupe statistics
 }
 
 

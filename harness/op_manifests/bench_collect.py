@@ -1,10 +1,10 @@
 """Benchmark: how long pytest takes to collect 10,000 manifest cases (target: 3 s).
 
-    python op_manifests/bench_collect.py [--cases N] [--files F] [--repeat R]
+    python harness/op_manifests/bench_collect.py [--cases N] [--files F] [--repeat R]
 
 Writes F manifests holding N distinct cases in total (a realistic mix: tensors with presets,
 values, py literals, tensor lists, attrs, skip_if) into a temporary folder, then times
-`python -m pytest op_manifests --collect-only -q --manifest-dir TMP` from the repository root,
+`python -m pytest harness/op_manifests --collect-only -q --manifest-dir TMP` from the repository root,
 end to end (interpreter start, pytest start-up, YAML parsing, validation, dedupe, test items).
 """
 

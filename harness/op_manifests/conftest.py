@@ -1,6 +1,6 @@
 """pytest glue for op manifests: options, listing, test generation, and the report plugin.
 
-Loaded because `op_manifests` is on the command line (`pytest op_manifests ...`), so its
+Loaded because `harness/op_manifests` is on the command line (`pytest harness/op_manifests ...`), so its
 options exist only for those runs. It never imports torch: see __init__.py.
 """
 
@@ -68,7 +68,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help=f"one of {', '.join(BACKENDS)}; default ${BACKEND_ENV}, else {DEFAULT_BACKEND}",
     )
     group.addoption(
-        "--manifest-dir", metavar="DIR", default=None, help="load manifests from DIR instead of op_manifests/"
+        "--manifest-dir", metavar="DIR", default=None, help="load manifests from DIR instead of harness/op_manifests/"
     )
     group.addoption(
         "--manifest-report",
@@ -99,7 +99,18 @@ def pytest_cmdline_main(config: pytest.Config) -> int | None:
     return None
 
 
+# The framework's own markers, registered here so they travel with the installed package (a
+# project's pytest.ini may add its own for manifests to use).
+MARKERS = (
+    "op_manifest: a test generated from a YAML op manifest (harness/op_manifests/, RFC-0186)",
+    "op_layout: op-manifest case with non-contiguous, expanded or explicitly strided inputs",
+    "op_numerics: op-manifest case whose tolerances are tuned for reduced precision or accumulation",
+)
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    for marker in MARKERS:
+        config.addinivalue_line("markers", marker)
     plan = _manifests_and_plan(config)  # fails fast on bad options, e.g. an unknown --model
     config.pluginmanager.register(ManifestReport(plan, _settings(config)), "op-manifests-report")
 
@@ -220,8 +231,9 @@ def _manifests_and_plan(config: pytest.Config) -> Plan:
 
 
 def _registered_markers(config: pytest.Config) -> frozenset[str]:
-    names = {m.group(1) for line in config.getini("markers") if (m := _MARKER_NAME.match(line))}
-    return frozenset(names) | BUILTIN_MARKERS
+    """The ini's markers and the framework's own (--list-cases plans before pytest_configure registers them)."""
+    lines = (*config.getini("markers"), *MARKERS)
+    return frozenset(m.group(1) for line in lines if (m := _MARKER_NAME.match(line))) | BUILTIN_MARKERS
 
 
 def _op_problems(plan: Plan) -> dict[str, str]:

@@ -15,11 +15,14 @@ from typing import Any
 
 import pytest
 
+from harness.protocol import Outcome
+
 from .plan import Plan, Settings
 
 REPORT_NAME = "op_manifests_report"
 # Outcomes where the op actually ran and was judged; skips and expected failures are not.
-_JUDGED = ("passed", "failed", "error")
+_JUDGED = (Outcome.PASSED, Outcome.FAILED, Outcome.ERROR)
+_COLUMNS = (Outcome.PASSED, Outcome.FAILED, Outcome.ERROR, Outcome.SKIPPED)  # of the Markdown tables
 _SLOWEST = 10  # enough to spot the cases worth shrinking without flooding the Markdown
 
 
@@ -28,7 +31,7 @@ class CaseOutcome:
     test_id: str
     model: str
     op: str
-    outcome: str
+    outcome: Outcome
     duration_s: float
     max_abs_err: float | None
     max_rel_err: float | None
@@ -40,7 +43,7 @@ class ManifestReport:
     def __init__(self, plan: Plan, settings: Settings) -> None:
         self.plan = plan
         self.settings = settings
-        self._outcome: dict[str, str] = {}
+        self._outcome: dict[str, Outcome] = {}
         self._duration: Counter[str] = Counter()
         self._props: dict[str, dict[str, Any]] = {}
         self.summary: dict[str, Any] | None = None
@@ -89,18 +92,18 @@ class ManifestReport:
         return result
 
 
-def _fold(previous: str | None, report: pytest.TestReport) -> str:
-    """One outcome per test from its setup/call/teardown reports (pytest's own vocabulary)."""
+def _fold(previous: Outcome | None, report: pytest.TestReport) -> Outcome:
+    """One outcome per test from its setup/call/teardown reports (the harness's vocabulary)."""
     xfail = hasattr(report, "wasxfail")
     if report.when == "call":
         if xfail:
-            return "xfailed" if report.skipped else "xpassed"
-        return report.outcome
+            return Outcome.XFAILED if report.skipped else Outcome.XPASSED
+        return Outcome(report.outcome)
     if report.failed:
-        return "error" if previous in (None, "passed") else previous
+        return Outcome.ERROR if previous in (None, Outcome.PASSED) else previous
     if report.skipped:
-        return "xfailed" if xfail else "skipped"
-    return previous or "passed"
+        return Outcome.XFAILED if xfail else Outcome.SKIPPED
+    return previous or Outcome.PASSED
 
 
 def _float(value: Any) -> float | None:
@@ -159,7 +162,7 @@ def _counts(outcomes: list[CaseOutcome]) -> dict[str, Any]:
     return {
         "tests": len(outcomes),
         **dict(sorted(counts.items())),
-        "pass_rate": round(counts["passed"] / judged, 4) if judged else None,
+        "pass_rate": round(counts[Outcome.PASSED] / judged, 4) if judged else None,
         "runtime_s": round(sum(o.duration_s for o in outcomes), 3),
     }
 
@@ -183,7 +186,7 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
     ]
     for model, counts in summary["models"].items():
         lines.append(
-            f"  {model}: {counts.get('passed', 0)}/{counts['tests']} passed, pass rate {_percent(counts['pass_rate'])}"
+            f"  {model}: {counts.get(Outcome.PASSED, 0)}/{counts['tests']} {Outcome.PASSED}, pass rate {_percent(counts['pass_rate'])}"
         )
     if summary["manifest_errors"]:
         lines.append(f"manifest errors: {len(summary['manifest_errors'])} (see failed tests)")
@@ -205,12 +208,12 @@ def markdown(summary: dict[str, Any]) -> str:
     out += [f"- {line}" for line in summary_lines(summary)[:2]]
     out += ["", "## Pass rate per model", ""]
     out += _table(
-        ("model", "tests", "passed", "failed", "error", "skipped", "pass rate", "runtime s"),
+        ("model", "tests", *_COLUMNS, "pass rate", "runtime s"),
         summary["models"],
     )
     out += ["", "## Pass rate per op", ""]
     out += _table(
-        ("op", "tests", "passed", "failed", "error", "skipped", "pass rate", "runtime s"), summary["ops"]
+        ("op", "tests", *_COLUMNS, "pass rate", "runtime s"), summary["ops"]
     )
     out += ["", "## Coverage per model", "", "| model | ops | input signatures | duplicates not collected |"]
     out += ["|---|---:|---:|---:|"]
@@ -232,7 +235,7 @@ def markdown(summary: dict[str, Any]) -> str:
 def _table(header: tuple[str, ...], rows: dict[str, dict[str, Any]]) -> list[str]:
     lines = ["| " + " | ".join(header) + " |", "|---|" + "---:|" * (len(header) - 1)]
     for name, c in rows.items():
-        cells = [c["tests"], c.get("passed", 0), c.get("failed", 0), c.get("error", 0), c.get("skipped", 0)]
+        cells = [c["tests"], *(c.get(outcome, 0) for outcome in _COLUMNS)]
         lines.append(
             f"| `{name}` | "
             + " | ".join(map(str, cells))
