@@ -1,6 +1,7 @@
 """Loader: YAML manifest files -> validated, frozen CaseSpec values (RFC-0186 schema).
 
-The YAML is only *composed* (safe loader, no object construction), and the node tree is walked
+The YAML is only *composed* (harness/configure/yamlfile.py: safe loader, no object construction; its
+one reader for configurations, tiers and manifests), and the node tree is walked
 here so every error names `file:line:col`. A problem in one case makes only that case an error;
 a problem in the file's header (`model`, `default`, `cases`) makes the file an error. Nothing
 here imports torch: collecting thousands of cases must not pay for torch's import.
@@ -8,7 +9,6 @@ here imports torch: collecting thousands of cases must not pay for torch's impor
 
 from __future__ import annotations
 
-import functools
 import gc
 import hashlib
 import math
@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
+
+from harness.configure.yamlfile import YamlProblem, compose
 
 from . import registry, safe_eval
 
@@ -55,22 +57,6 @@ _SCALAR_TAGS = {
 _SEED_MAX = 2**63 - 1  # torch.Generator.manual_seed accepts 64-bit seeds
 
 
-class ManifestLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
-    """Safe loader (libyaml when available). Only compose() is used: nodes keep line and column."""
-
-    def resolve(self, kind: type[yaml.Node], value: str | None, implicit: object) -> str:
-        return _resolve_tag(kind, value, implicit)
-
-
-@functools.lru_cache(maxsize=2**16)
-def _resolve_tag(kind: type[yaml.Node], value: str | None, implicit: object) -> str:
-    """PyYAML's implicit tag resolution, memoized. It is a pure function of its arguments (no
-    path resolvers are registered) and runs a regex per node: uncached it was a third of the
-    time to collect 10,000 cases, whose keys and numbers repeat thousands of times."""
-    return yaml.resolver.Resolver.resolve(_RESOLVER, kind, value, implicit)  # type: ignore[arg-type]
-
-
-_RESOLVER = yaml.resolver.Resolver()
 
 
 @dataclass(frozen=True)
@@ -252,35 +238,13 @@ def load_manifest(path: Path, limits: Limits, display_root: Path | None = None) 
     try:
         size = path.stat().st_size
         if size > limits.max_manifest_bytes:
-            raise _FileError(1, 1, f"manifest is {size} bytes (limit {limits.max_manifest_bytes})")
-        text = path.read_text(encoding="utf-8")
-        root = yaml.compose(text, Loader=ManifestLoader)
-    except _FileError as exc:
-        return _file_error(path, Location(display, exc.line, exc.column), exc.message)
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        where = Location(display, mark.line + 1, mark.column + 1) if mark else Location(display, 1, 1)
-        return _file_error(path, where, f"invalid YAML: {exc.problem or exc.context}")
-    except UnicodeDecodeError as exc:  # the line and column of the first byte that is not UTF-8
-        return _file_error(path, _where(display, exc.object, exc.start), f"not UTF-8 text (byte 0x{exc.object[exc.start]:02x})")
-    except yaml.reader.ReaderError as exc:  # a character YAML forbids: a control character
-        return _file_error(path, _where(display, text, exc.position),
-                           f"invalid YAML: character {ord(text[exc.position]):#04x} is not allowed ({exc.reason})")
+            raise YamlProblem(1, 1, f"manifest is {size} bytes (limit {limits.max_manifest_bytes})")
+        root = compose(path.read_bytes())
+    except YamlProblem as problem:  # too big, not UTF-8, a forbidden character, invalid YAML
+        return _file_error(path, Location(display, problem.line, problem.column), problem.message)
     except (OSError, yaml.YAMLError) as exc:
         return _file_error(path, Location(display, 1, 1), f"cannot read manifest: {exc}")
     return _ManifestReader(path, display, limits).read(root)
-
-
-class _FileError(Exception):
-    def __init__(self, line: int, column: int, message: str) -> None:
-        super().__init__(message)
-        self.line, self.column, self.message = line, column, message
-
-
-def _where(display: str, text: str | bytes, index: int) -> Location:
-    newline = "\n" if isinstance(text, str) else b"\n"
-    line_start = text.rfind(newline, 0, index) + 1  # type: ignore[arg-type]
-    return Location(display, text.count(newline, 0, index) + 1, index - line_start + 1)  # type: ignore[arg-type]
 
 
 def _file_error(path: Path, where: Location, message: str) -> Manifest:

@@ -32,7 +32,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     # the report shows its comparison, so report may import it (and compare may not).
     "perf": FOUNDATION | {"configure", "record", "run"},
     # op_manifests: YAML op tests (loader, runner, the pytest module P0 and `ops` run); stands alone.
-    "op_manifests": FOUNDATION,
+    "op_manifests": FOUNDATION | {"configure"},  # configure: the one line-numbered YAML reader (yamlfile.py)
     "scan": FOUNDATION | {"op_manifests"},  # model -> op manifest, checked by the op-manifest loader and runner
     **{payload: FOUNDATION | {"run"} | PAYLOADS for payload in PAYLOADS},
     # commands/: the one layer that joins the stages (a subcommand each); cli.py puts them under one
