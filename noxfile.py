@@ -182,5 +182,5 @@ for _configuration in CATALOG.configurations.values():
 def perf_diff(session: nox.Session) -> None:
     """Compare the latest baseline perf run with the latest perf run of every other configuration."""
     session.install("--disable-pip-version-check", "-e", f"{ROOT}[perf]")
-    session.run("python", "-m", "harness", "perf", "compare-latest", "--format", "md", "json",
+    session.run("python", "-m", "harness", "perf", "diff-latest", "--format", "md", "json",
                 "--out", str(default_results_root() / "reports"), *session.posargs)

@@ -10,7 +10,7 @@ db.py       `db ingest | rebuild | merge`: the results database of record
 diff.py     `diff`, `diff-latest`, `history`: record -> compare (-> confirm, culprit) -> report
 culprit.py  `culprit` and the search options `diff --culprit` shares
 scan.py     `scan-model`: a model's aten ops as an op manifest
-perf.py     `perf run | compare | compare-latest`: the pyperf pipeline
+perf.py     `perf run | diff | diff-latest`: the pyperf pipeline
 arguments.py  argument types every command shares
 """
 

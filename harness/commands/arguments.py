@@ -7,6 +7,7 @@ writing a run or a report there by accident is never what was meant, so it is re
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 from pathlib import Path
 
 from harness.compare.replay import RERUN_TIMEOUT
@@ -21,8 +22,34 @@ def path_argument(text: str) -> Path:
     return Path(text)
 
 
+@dataclass(frozen=True)
+class Comparison:
+    """What differs between the test pipeline's comparison commands and perf's: the words."""
+
+    what: str  # "run" or "perf run"
+    side: str  # what one side may be
+    description: str
+
+
+def add_comparison_commands(commands: argparse._SubParsersAction, comparison: Comparison, formats: tuple[str, ...],
+                            stem: str, aliases: tuple[str, ...] = ()) -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
+    """`diff BASELINE CANDIDATE...` and `diff-latest [--results]`: the same verbs, arguments and
+    output options for test runs and perf runs (perf's older `compare`, `compare-latest` as aliases)."""
+    pair = commands.add_parser("diff", aliases=aliases[:1], help=f"compare a baseline {comparison.what} with one or "
+                               "more candidates", description=comparison.description)
+    pair.add_argument("baseline", type=path_argument, help=comparison.side)
+    pair.add_argument("candidates", type=path_argument, nargs="+", metavar="candidate", help=comparison.side)
+    latest = commands.add_parser("diff-latest", aliases=aliases[1:], help=f"compare the latest baseline "
+                                 f"{comparison.what} with the latest {comparison.what} of every other configuration "
+                                 "(and threshold)")
+    latest.add_argument("--results", type=path_argument, help=RESULTS_HELP)
+    for parser in (pair, latest):
+        add_output_options(parser, formats, stem)
+    return pair, latest
+
+
 def add_output_options(parser: argparse.ArgumentParser, formats: tuple[str, ...], stem: str) -> None:
-    """`--format` and `--out`, as every command that writes reports (`diff`, `perf compare`) reads them."""
+    """`--format` and `--out`, as every command that writes reports (`diff`, `perf diff`) reads them."""
     parser.add_argument("--format", nargs="+", action="extend", choices=formats, dest="formats",
                         help="report formats (default: md)")
     parser.add_argument("--out", type=path_argument, help=f"write {stem}.<format> files into this directory")

@@ -13,7 +13,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harness.commands.arguments import RESULTS_HELP, add_output_options, add_rerun_options, path_argument, positive
+from harness.commands.arguments import (RESULTS_HELP, Comparison, add_comparison_commands, add_rerun_options,
+                                        path_argument, positive)
 from harness.commands.culprit import add_search_options
 from harness.compare.history import WINDOW
 from harness.errors import HarnessError
@@ -28,23 +29,18 @@ if TYPE_CHECKING:
 
 
 
+TESTS = Comparison(
+    what="run", side="run directory or folder of JUnit XML (several candidates: shards of one run, or one per threshold)",
+    description="Each side is a run directory, a folder of run directories (shards), or any folder of JUnit XML "
+                "files. Consecutive shard run directories of one run make one side. The first side is the baseline; "
+                "several candidates of one configuration at different thresholds also get a threshold-sweep table.")
+
+
 def add_commands(commands: argparse._SubParsersAction) -> None:
-    diff = commands.add_parser("diff", help="compare a baseline with one or more candidates",
-                               description="Each side is a run directory, a folder of run directories (shards), "
-                                           "or any folder of JUnit XML files. Consecutive shard run directories of "
-                                           "one run make one side. The first side is the baseline; several "
-                                           "candidates of one configuration at different thresholds also get a "
-                                           "threshold-sweep table.")
-    diff.add_argument("baseline", type=path_argument, help="run directory or folder of JUnit XML")
-    diff.add_argument("candidates", type=path_argument, nargs="+", metavar="candidate",
-                      help="run directory or folder of JUnit XML (several: shards of one run, or one per threshold)")
+    diff, latest = add_comparison_commands(commands, TESTS, FORMATS, "report")
     diff.set_defaults(handler=_diff)
-    latest = commands.add_parser("diff-latest", help="compare the latest baseline run of each tier with the "
-                                                     "latest run of every other configuration (and threshold)")
-    latest.add_argument("--results", type=path_argument, help=RESULTS_HELP)
     latest.set_defaults(handler=_diff_latest)
     for sub in (diff, latest):
-        add_output_options(sub, FORMATS, "report")
         sub.add_argument("--confirm", type=positive, metavar="K",
                          help="rerun each regression K times alone in both configurations (and bisect earlier "
                               "tests when it passes alone); what does not reproduce is flaky")

@@ -1,4 +1,5 @@
-"""`python -m harness perf run | compare | compare-latest`: arguments and what they do.
+"""`python -m harness perf run | diff | diff-latest`: arguments and what they do (`compare` and
+`compare-latest` are the older names of the last two, kept as aliases).
 
 Exit statuses: 0 a valid comparison, 2 a comparison that is not valid (speed-ups withheld: the JIT
 compiled nothing, versions or machines differ, the baseline could import CinderX), 3 bad usage or
@@ -12,12 +13,15 @@ import argparse
 import sys
 from pathlib import Path
 
-from harness.commands.arguments import RESULTS_HELP, add_output_options, path_argument
+from harness.commands.arguments import RESULTS_HELP, Comparison, add_comparison_commands, path_argument
 from harness.errors import HarnessError
 from harness.perf import benchmarks
 from harness.perf.effort import EFFORTS, Effort
 
 FORMATS = ("md", "json")
+PERF = Comparison(what="perf run", side="perf run directory or pyperf JSON file",
+                  description="Each side is a perf run directory or any pyperf JSON file; the first is the baseline. "
+                              "Speed-ups are withheld when the comparison is not valid.")
 
 
 def _require_pyperf() -> None:
@@ -56,17 +60,9 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                           f"(default {default.rounds})")
     run.set_defaults(handler=_run)
 
-    pair = actions.add_parser("compare", help="compare a baseline perf run with one or more candidates")
-    pair.add_argument("baseline", type=path_argument, help="perf run directory or pyperf JSON file")
-    pair.add_argument("candidates", type=path_argument, nargs="+", help="perf run directories or pyperf JSON files")
-    pair.set_defaults(handler=_compare)
-
-    latest = actions.add_parser("compare-latest", help="the latest baseline perf run against the latest perf "
-                                                       "run of every other configuration and threshold")
-    latest.add_argument("--results", type=path_argument, help=RESULTS_HELP)
-    latest.set_defaults(handler=_compare_latest)
-    for sub in (pair, latest):
-        add_output_options(sub, FORMATS, "perf-report")
+    pair, latest = add_comparison_commands(actions, PERF, FORMATS, "perf-report", aliases=("compare", "compare-latest"))
+    pair.set_defaults(handler=_diff)
+    latest.set_defaults(handler=_diff_latest)
 
 
 def effort_of(args: argparse.Namespace) -> Effort:
@@ -105,7 +101,7 @@ def _echo(line: str) -> None:
     print(line, flush=True)
 
 
-def _compare(args: argparse.Namespace) -> int:
+def _diff(args: argparse.Namespace) -> int:
     return _report(args.baseline, args.candidates, args)
 
 
@@ -113,14 +109,15 @@ def _report(baseline: Path, candidates: list[Path], args: argparse.Namespace) ->
     _require_pyperf()
     from harness.perf.compare import compare
     from harness.perf.record import load_perf_side
-    from harness.perf.report import deliver
+    from harness.perf.report import render
+    from harness.report.output import write_out
 
     comparison = compare(load_perf_side(baseline), [load_perf_side(path) for path in candidates])
-    deliver(comparison, args.formats or ["md"], args.out)
+    write_out(lambda fmt: render(comparison, fmt), args.formats or ["md"], args.out, "perf-report")
     return comparison.exit_status
 
 
-def _compare_latest(args: argparse.Namespace) -> int:
+def _diff_latest(args: argparse.Namespace) -> int:
     _require_pyperf()
     from harness.configure.configurations import load_catalog
     from harness.perf.record import latest_pairing

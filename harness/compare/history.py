@@ -27,7 +27,7 @@ from pathlib import Path
 
 from harness.protocol import BAD_OUTCOMES, Outcome
 from harness.record.database import FAILING, opened
-from harness.record.model import RunRecord
+from harness.record.model import RunRecord, side_label
 
 WINDOW = 30  # runs of a series looked back over: a month of nightly runs
 CONFIDENCE = 0.95  # of the Wilson interval around a flip rate
@@ -48,9 +48,8 @@ class Series:
 
     @property
     def label(self) -> str:
-        threshold = f" (threshold {self.threshold})" if self.threshold is not None else ""
         shard = f" shard {self.shard}" if self.shard else ""
-        return f"{self.configuration}{threshold} {self.tier}{shard}"
+        return f"{side_label(self.configuration, self.threshold)} {self.tier}{shard}"
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from typing import NamedTuple
 
 from harness.errors import HarnessError
 from harness.record.junit import JUnitFiles
-from harness.record.model import RunRecord, Shard, TestResult
+from harness.record.model import RunRecord, Shard, TestResult, side_label
 from harness.record.store import RUN_RECORD, RunDirectory, find_runs
 
 
@@ -33,9 +33,7 @@ class Side:
     def label(self) -> str:
         if self.record is None:
             return self.path.name
-        threshold = self.record.threshold
-        name = self.record.configuration.get("name", "?")
-        label = f"{name} (threshold {threshold})" if threshold is not None else str(name)
+        label = side_label(str(self.record.configuration.get("name", "?")), self.record.threshold)
         return f"{label} [{len(self.parts)} shards]" if len(self.parts) > 1 else label
 
 

@@ -6,5 +6,5 @@ run.py         one configuration's perf run (the suite in a child process, envir
 record.py      the perf run directory and its record; finding the latest runs
 compare.py     statistics: per-process Welch intervals on log times, significance, geometric means
 report.py      Markdown and JSON
-(the command, `python -m harness perf run | compare | compare-latest`, is harness/commands/perf.py)
+(the command, `python -m harness perf run | diff | diff-latest`, is harness/commands/perf.py)
 """

@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 from harness.errors import HarnessError
 from harness.record import typed
-from harness.record.store import read_json_record, write_json_atomically
+from harness.record.model import side_label
+from harness.record.store import find_records, read_json_record, write_json_atomically
 
 if TYPE_CHECKING:  # finding perf runs needs no pyperf (the test diff's report looks for them); loading one does
     import pyperf
@@ -52,8 +53,8 @@ class PerfRecord:
 
     @property
     def label(self) -> str:
-        """How reports name this side: the configuration, with its threshold when the JIT is on."""
-        return f"{self.configuration} t={self.threshold}" if self.threshold is not None else self.configuration
+        """How reports name this side: as test runs' sides are named."""
+        return side_label(self.configuration, self.threshold)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -141,14 +142,11 @@ def _load_suite(path: Path) -> pyperf.BenchmarkSuite:
 
 def latest_perf_runs(results_root: Path) -> dict[tuple[str, int | None], Path]:
     """The newest complete perf run of each (configuration, threshold), oldest key first."""
-    runs: list[tuple[str, Path, PerfRecord]] = []
-    for record_path in results_root.glob(f"{PREFIX}*/{PERF_RECORD}"):
-        record = PerfRunDirectory(record_path.parent).read_record()
-        if record.status == "complete":
-            runs.append((record.started, record_path.parent, record))
     latest: dict[tuple[str, int | None], Path] = {}
-    for _, path, record in sorted(runs, key=lambda item: item[0]):
-        latest[(record.configuration, record.threshold)] = path
+    for path, record in find_records(results_root, f"{PREFIX}*/{PERF_RECORD}",
+                                     lambda path: PerfRunDirectory(path).read_record()):
+        if record.status == "complete":
+            latest[(record.configuration, record.threshold)] = path
     return latest
 
 

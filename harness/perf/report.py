@@ -6,9 +6,7 @@ Written beside the test diff's reports: `perf-report.md` and `perf-report.json` 
 from __future__ import annotations
 
 import json
-import sys
 from dataclasses import asdict
-from pathlib import Path
 from typing import Any
 
 from harness.perf.compare import Candidate, Cell, JitFacts, PerfComparison, SpeedUp, Stats
@@ -169,22 +167,3 @@ def render(comparison: PerfComparison, fmt: str) -> str:
     if fmt == "json":
         return json.dumps(to_json(comparison), indent=2) + "\n"
     return render_markdown(comparison)
-
-
-def deliver(comparison: PerfComparison, formats: list[str], out: Path | None) -> list[Path]:
-    """Markdown on standard output; with `out`, perf-report.<fmt> files there too."""
-    written = []
-    if out is not None:
-        out.mkdir(parents=True, exist_ok=True)
-        for fmt in formats:
-            path = out / f"perf-report.{fmt}"
-            path.write_text(render(comparison, fmt), encoding="utf-8")
-            written.append(path)
-    if out is None and formats != ["md"]:
-        for fmt in formats:
-            sys.stdout.write(render(comparison, fmt))
-        return written
-    sys.stdout.write(render_markdown(comparison))
-    if written:
-        print("reports written: " + ", ".join(str(path) for path in written))
-    return written

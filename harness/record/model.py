@@ -13,6 +13,11 @@ from typing import Any, NamedTuple
 
 from harness.record import typed
 
+
+def side_label(configuration: str, threshold: int | None) -> str:
+    """How every report names a run's side: its configuration, with the JIT threshold when one was set."""
+    return f"{configuration} (threshold {threshold})" if threshold is not None else configuration
+
 SCHEMA = 1
 
 

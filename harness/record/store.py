@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from harness.errors import HarnessError
 from harness.protocol import Setting
@@ -156,10 +156,20 @@ def recent_runs(results_root: Path, tier: str, count: int) -> list[RunRecord]:
     return [record for record in records if record.tier == tier]
 
 
-def find_runs(results_root: Path) -> list[tuple[Path, RunRecord]]:
-    """Every run directory under `results_root`, oldest first."""
-    runs = []
-    for record_path in sorted(results_root.glob(f"*/{RUN_RECORD}")):
-        record = RunDirectory(record_path.parent).read_record()
-        runs.append((record_path.parent, record))
+class Started(Protocol):
+    started: str  # ISO time: sorts as the runs started
+
+
+R = TypeVar("R", bound=Started)
+
+
+def find_records(results_root: Path, pattern: str, read: Callable[[Path], R]) -> list[tuple[Path, R]]:
+    """Every run directory under `results_root` whose record file matches `pattern` (test runs:
+    `*/run.json`, perf runs: `perf-*/perf.json`), with its record, oldest first."""
+    runs = [(record_path.parent, read(record_path.parent)) for record_path in sorted(results_root.glob(pattern))]
     return sorted(runs, key=lambda item: item[1].started)
+
+
+def find_runs(results_root: Path) -> list[tuple[Path, RunRecord]]:
+    """Every test run directory under `results_root`, oldest first."""
+    return find_records(results_root, f"*/{RUN_RECORD}", lambda path: RunDirectory(path).read_record())

@@ -1,12 +1,14 @@
 """Deliver reports: files in the requested formats, and the Markdown on the terminal (rich renders it).
 
 Every form is rendered from one report model (harness/report/model.py), so they cannot drift apart.
+The perf comparison is delivered the same way (`write_out`), from its own renderer.
 """
 
 from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from rich.console import Console
@@ -27,19 +29,24 @@ def render(report: Report, fmt: str) -> str:
 
 
 def deliver(report: Report, formats: list[str], out: Path | None) -> None:
-    """Write each format to OUT/report.<fmt>, or to standard output; show Markdown in a terminal."""
+    """The test comparison's report: OUT/report.<fmt> files, or standard output."""
+    write_out(lambda fmt: render(report, fmt), formats, out, "report")
+
+
+def write_out(rendered: Callable[[str], str], formats: list[str], out: Path | None, stem: str) -> None:
+    """Write each format to OUT/<stem>.<fmt>, or to standard output; show Markdown in a terminal."""
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
         for fmt in formats:
-            (out / f"report.{fmt}").write_text(render(report, fmt), encoding="utf-8")
+            (out / f"{stem}.{fmt}").write_text(rendered(fmt), encoding="utf-8")
     if out is None and formats != ["md"]:
         for fmt in formats:
-            sys.stdout.write(render(report, fmt))
+            sys.stdout.write(rendered(fmt))
         return
-    text = render(report, "md")
+    text = rendered("md")
     if sys.stdout.isatty():
         Console().print(Markdown(text))
     else:
         sys.stdout.write(text)
     if out is not None:
-        print(f"reports written to {out}: " + ", ".join(f"report.{fmt}" for fmt in formats))
+        print(f"reports written to {out}: " + ", ".join(f"{stem}.{fmt}" for fmt in formats))

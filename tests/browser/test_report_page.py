@@ -194,7 +194,7 @@ def test_perf_report_draws_the_forest_plot_with_its_intervals(reports, open_repo
     perf = data(reports["perf"])["perf"]
     opened = open_report(reports["perf"] / "report.html")
     page = opened.page
-    assert perf["candidates"] == ["cinderx-jit t=1000"] and perf["valid"]
+    assert perf["candidates"] == ["cinderx-jit (threshold 1000)"] and perf["valid"]
     chart = page.locator("#perf figure svg")
     assert chart.count() == 1
     for benchmark in perf["benchmarks"]:

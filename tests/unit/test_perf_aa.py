@@ -1,5 +1,5 @@
 """A real A/A check with this interpreter: the pure-Python calibration benchmarks, measured twice
-by `harness perf run` (real pyperf workers), compared by `harness perf compare`.
+by `harness perf run` (real pyperf workers), compared by `harness perf diff`.
 
 No torch and no JIT here (the test session's interpreter has neither): the JIT's own numbers come
 from `nox -s <config>-perf` and benchmarks/perf_aa.py on the real CPython 3.14 environments.
@@ -54,7 +54,7 @@ def test_the_same_configuration_twice_is_not_significant_for_most_benchmarks(tmp
         assert {run.get_metadata()["harness_jit"] for run in measured} == {"absent"}
         assert {run.get_metadata()["harness_clock"] for run in measured} == {"cpu"}
 
-    done = subprocess.run([sys.executable, "-m", "harness", "perf", "compare", str(first), str(second), "--format",
+    done = subprocess.run([sys.executable, "-m", "harness", "perf", "diff", str(first), str(second), "--format",
                            "json"], cwd=ROOT, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     verdicts = [b["candidates"][0]["verdict"] for b in json.loads(done.stdout)["benchmarks"]]

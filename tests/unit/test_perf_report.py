@@ -61,7 +61,7 @@ def run_directory(root: Path, name: str, suite: Path, *, configuration: str, jit
 def test_a_jit_candidate_twice_as_fast_is_reported_per_benchmark_with_interval_and_geomean(tmp_path):
     base = suite_file(tmp_path / "stock.json")
     cand = suite_file(tmp_path / "jit.json", factor=0.5, jit="on", compiled=120, threshold=1000)
-    done = harness("perf", "compare", base, cand, "--format", "md", "json", "--out", tmp_path / "out")
+    done = harness("perf", "compare", base, cand, "--format", "md", "json", "--out", tmp_path / "out")  # `compare`: the older name of `perf diff`
     assert done.returncode == 0, done.stderr
     report = json.loads((tmp_path / "out" / "perf-report.json").read_text())
     assert report["valid"] is True
@@ -86,7 +86,7 @@ def test_a_jit_candidate_twice_as_fast_is_reported_per_benchmark_with_interval_a
 
 def test_the_same_file_against_itself_is_not_significant_everywhere(tmp_path):
     side = suite_file(tmp_path / "stock.json")
-    done = harness("perf", "compare", side, side, "--format", "json")
+    done = harness("perf", "diff", side, side, "--format", "json")
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert [b["candidates"][0]["verdict"] for b in report["benchmarks"]] == ["not significant"] * 3
@@ -97,7 +97,7 @@ def test_a_jit_that_compiled_nothing_gets_no_speedup_and_the_comparison_is_inval
     """Seed 001's glass prison: the JIT was 'on' and compiled nothing; its numbers prove nothing."""
     base = suite_file(tmp_path / "stock.json")
     cand = suite_file(tmp_path / "jit.json", factor=0.5, jit="on", compiled=0, threshold=1000)
-    done = harness("perf", "compare", base, cand, "--format", "json")
+    done = harness("perf", "diff", base, cand, "--format", "json")
     assert done.returncode == 2, done.stderr
     report = json.loads(done.stdout)
     assert report["valid"] is False
@@ -117,7 +117,7 @@ def test_one_vacuous_benchmark_is_withheld_while_the_others_are_reported(tmp_pat
     merged = pyperf.BenchmarkSuite.load(str(good))
     merged.add_benchmark(pyperf.BenchmarkSuite.load(str(bad)).get_benchmarks()[0])
     merged.dump(str(cand))
-    report = json.loads(harness("perf", "compare", base, cand, "--format", "json").stdout)
+    report = json.loads(harness("perf", "diff", base, cand, "--format", "json").stdout)
     verdicts = {b["name"]: b["candidates"][0]["verdict"] for b in report["benchmarks"]}
     assert verdicts == {"module_call": "faster", "optimizer_step": "faster", "py_method_calls": "withheld"}
     assert set(report["candidates"][0]["geometric_mean"]) == {"torch", "all"}
@@ -127,7 +127,7 @@ def test_two_candidates_give_one_column_each_in_the_order_given(tmp_path):
     base = suite_file(tmp_path / "stock.json")
     t1000 = suite_file(tmp_path / "t1000.json", factor=0.9, jit="on", compiled=30, threshold=1000)
     t1 = suite_file(tmp_path / "t1.json", factor=0.6, jit="on", compiled=300, threshold=1)
-    done = harness("perf", "compare", base, t1000, t1)
+    done = harness("perf", "diff", base, t1000, t1)
     assert done.returncode == 0, done.stderr
     assert "| Benchmark | stock | t1000 | t1 |" in done.stdout
     row = next(line for line in done.stdout.splitlines() if line.startswith("| optimizer_step | 1 ms"))
@@ -137,7 +137,7 @@ def test_two_candidates_give_one_column_each_in_the_order_given(tmp_path):
 def test_a_baseline_that_could_import_cinderx_invalidates_every_candidate(tmp_path):
     base = suite_file(tmp_path / "stock.json", extra={"harness_cinderx_origin": "cinderx importable from /x"})
     cand = suite_file(tmp_path / "jit.json", factor=0.5, jit="on", compiled=10, threshold=1)
-    done = harness("perf", "compare", base, cand, "--format", "json")
+    done = harness("perf", "diff", base, cand, "--format", "json")
     assert done.returncode == 2
     report = json.loads(done.stdout)
     assert any("could import CinderX" in p for p in report["problems"])
@@ -147,14 +147,14 @@ def test_a_baseline_that_could_import_cinderx_invalidates_every_candidate(tmp_pa
 def test_different_clocks_are_not_compared(tmp_path):
     base = suite_file(tmp_path / "stock.json")
     cand = suite_file(tmp_path / "wall.json", extra={"harness_clock": "wall"})
-    report = json.loads(harness("perf", "compare", base, cand, "--format", "json").stdout)
+    report = json.loads(harness("perf", "diff", base, cand, "--format", "json").stdout)
     assert report["valid"] is False and any("different clocks" in p for p in report["problems"])
 
 
 def test_a_benchmark_on_one_side_only_is_missing_not_dropped(tmp_path):
     base = suite_file(tmp_path / "stock.json")
     cand = suite_file(tmp_path / "jit.json", benches=BENCHES[:2])
-    report = json.loads(harness("perf", "compare", base, cand, "--format", "json").stdout)
+    report = json.loads(harness("perf", "diff", base, cand, "--format", "json").stdout)
     verdicts = {b["name"]: b["candidates"][0]["verdict"] for b in report["benchmarks"]}
     assert verdicts["py_method_calls"] == "missing"
 
@@ -166,10 +166,10 @@ def test_perf_run_directories_are_labelled_by_configuration_and_threshold_and_ve
     jit = run_directory(root, "perf-cinderx-jit-t1-1", suite_file(tmp_path / "j.json", factor=0.8, jit="on", compiled=9,
                         threshold=1), configuration="cinderx-jit", jit="on", threshold=1,
                         started="2026-11-22T01:10:00", torch="2.13.0")
-    done = harness("perf", "compare", stock, jit, "--format", "json")
+    done = harness("perf", "diff", stock, jit, "--format", "json")
     assert done.returncode == 2
     report = json.loads(done.stdout)
-    assert report["candidates"][0]["label"] == "cinderx-jit t=1"
+    assert report["candidates"][0]["label"] == "cinderx-jit (threshold 1)"
     assert any("torch versions differ: 2.14.1 (baseline) vs 2.13.0" in p for p in report["problems"])
 
 
@@ -190,7 +190,7 @@ def test_compare_latest_takes_the_newest_complete_run_of_each_configuration_and_
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert report["baseline"]["path"].endswith("perf-stock-new")
-    assert [c["label"] for c in report["candidates"]] == ["cinderx-jit t=1000", "cinderx-jit t=1"]
+    assert [c["label"] for c in report["candidates"]] == ["cinderx-jit (threshold 1000)", "cinderx-jit (threshold 1)"]
     speedups = [b["candidates"] for b in report["benchmarks"] if b["name"] == "module_call"][0]
     assert [round(c["speedup"], 2) for c in speedups] == [1.25, 2.0]
 
@@ -198,7 +198,7 @@ def test_compare_latest_takes_the_newest_complete_run_of_each_configuration_and_
 def test_an_incomplete_perf_run_is_refused_with_one_line(tmp_path):
     run = run_directory(tmp_path, "perf-stock-x", suite_file(tmp_path / "s.json"), configuration="stock", jit="absent",
                         threshold=None, started="2026-11-22T01:00:00", status="interrupted")
-    done = harness("perf", "compare", run, run)
+    done = harness("perf", "diff", run, run)
     assert done.returncode == 3
     assert done.stderr.strip().splitlines()[-1] == f"harness: error: {run}: the perf run is interrupted, not complete " \
                                                    f"(see {run / 'suite.log'})"
@@ -207,7 +207,7 @@ def test_an_incomplete_perf_run_is_refused_with_one_line(tmp_path):
 def test_unreadable_input_is_exit_3_naming_the_file(tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
-    done = harness("perf", "compare", bad, bad)
+    done = harness("perf", "diff", bad, bad)
     assert done.returncode == 3
     assert f"{bad}: not a readable pyperf JSON file" in done.stderr
 
@@ -226,7 +226,7 @@ def test_a_worker_crash_that_was_run_again_is_shown_as_a_note(tmp_path):
     jit = run_directory(tmp_path, "perf-cinderx-jit-1", suite_file(tmp_path / "j.json", factor=0.8, jit="on",
                         compiled=9, threshold=1000), configuration="cinderx-jit", jit="on", threshold=1000,
                         started="2026-11-22T01:10:00", failures=("fx_trace, round 2, attempt 1: exit code -11",))
-    done = harness("perf", "compare", stock, jit)
+    done = harness("perf", "diff", stock, jit)
     assert done.returncode == 0
-    assert "- note: cinderx-jit t=1000: worker failure, run again: fx_trace, round 2, attempt 1: exit code -11" \
+    assert "- note: cinderx-jit (threshold 1000): worker failure, run again: fx_trace, round 2, attempt 1: exit code -11" \
         in done.stdout
