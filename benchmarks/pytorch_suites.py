@@ -59,7 +59,7 @@ def main() -> None:
     args = parser.parse_args()
     tier, tests_dir = get_tier(args.tier).located(None)
     files = args.select or tier.discover(tests_dir)
-    env = interpreter_environment(load_catalog().get("stock"), tier)
+    env = interpreter_environment(load_catalog().get("stock"), tier.env)
     totals: list[tuple[float, float]] = []
     with tempfile.TemporaryDirectory(prefix="harness-bench-") as scratch:
         for number in range(args.rounds):

@@ -107,7 +107,7 @@ def _selection(selections: list[str], tier: Tier, tests_dir: Path, configuration
                            "entries select from the suites inside torch, run without a PyTorch checkout)")
     if not names:
         return tuple(paths), (), ()
-    covered = entries.catalog(python, interpreter_environment(configuration, tier))
+    covered = entries.catalog(python, interpreter_environment(configuration, tier.env))
     named = entries.files_for(names, covered, tier.discover(tests_dir))
     whole = {path.split("::", 1)[0] for path in paths}
     return tuple(dict.fromkeys([*paths, *named])), names, tuple(file for file in named if file not in whole)

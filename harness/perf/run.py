@@ -24,18 +24,15 @@ import pyperf
 
 import harness
 from harness.configure.configurations import Configuration
-from harness.configure.tiers import Tier
 from harness.errors import HarnessError
 from harness.exits import ExitStatus
 from harness.perf.effort import EFFORTS, Effort
 from harness.perf.record import PerfRecord, PerfRunDirectory, finished, new_run_directory
 from harness.protocol import ENV_PREFIX
 from harness.record.fingerprint import describe_interpreter, environment_fingerprint
-from harness.record.store import RunDirectory
 from harness.run.runner import child_environment
 
 # The test-run environment discipline needs a tier; a perf run has none, so an empty one stands in.
-PERF_TIER = Tier(name="perf", source="harness", files=(), description="performance suite")
 # A failed pyperf invocation writes nothing, so it can be run again; its failure stays in the record.
 ATTEMPTS = 3
 # Besides the variables the discipline sets, workers inherit any variable with these prefixes.
@@ -99,7 +96,7 @@ def execute(request: PerfRequest, announce: Callable[[str], None] = print) -> Pa
     started = datetime.now(timezone.utc)
     run = new_run_directory(request.results_root, config.name, config.threshold, started)
     run.create()
-    env = child_environment(config, PERF_TIER, RunDirectory(run.root))
+    env = child_environment(config, {}, run.cache)
     env["PYTHONFAULTHANDLER"] = "1"  # a crashing worker dumps its Python stack into suite.log
     interpreter = describe_interpreter(request.python)
     versions = {**interpreter["versions"], "pyperf": pyperf_version(request.python, env),

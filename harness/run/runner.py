@@ -13,7 +13,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -78,7 +78,7 @@ def execute(request: RunRequest, announce: Callable[[str], None] | None = None) 
     started = datetime.now(timezone.utc)
     run = new_run_directory(request.results_root, config.name, request.tier.name, request.shard, started)
     run.create()
-    env = child_environment(config, request.tier, run)
+    env = child_environment(config, request.tier.env, run.cache)
     try:
         skip = _unmet_requirement(request.tier, request.python, env)
         if skip:
@@ -190,7 +190,7 @@ def resume(run_dir: Path, configuration: Configuration, tier: Tier, jobs: int,
         finished = {f.file for f in record.files}
         pending = {file: targets for file, targets in grouped.items() if file not in finished}
         context = FileContext(record.python, Path(record.tests_dir), tier, configuration, run,
-                              child_environment(configuration, tier, run), narrowing(record.entries, record.narrowed))
+                              child_environment(configuration, tier.env, run.cache), narrowing(record.entries, record.narrowed))
         record = replace(record, status="running", finished=None)
         run.write_record(record)
         written: Future[RunRecord] = Future()
@@ -270,11 +270,11 @@ def _run_files(context: FileContext, record: Future[RunRecord], pending: dict[st
     write(status="complete", finished=_now())
 
 
-def child_environment(config: Configuration, tier: Tier, run: RunDirectory) -> dict[str, str]:
+def child_environment(config: Configuration, tier_env: Mapping[str, str], cache: Path) -> dict[str, str]:
     """The same environment discipline in every configuration; only the configuration's own part
-    differs. Each run has its own caches."""
-    env = interpreter_environment(config, tier)
-    env.update({name: str((run.cache / folder).resolve()) for name, folder in PER_RUN_FOLDERS.items()})
+    differs. Each run (test run or perf run) has its own caches under `cache`."""
+    env = interpreter_environment(config, tier_env)
+    env.update({name: str((cache / folder).resolve()) for name, folder in PER_RUN_FOLDERS.items()})
     return env
 
 
@@ -283,15 +283,15 @@ def narrowing(entries: tuple[str, ...], files: tuple[str, ...]) -> dict[str, dic
     return {file: {Env.ENTRIES: ",".join(entries)} for file in files} if entries else {}
 
 
-def interpreter_environment(config: Configuration, tier: Tier) -> dict[str, str]:
-    """What every process of a configuration and tier sees, outside any one run."""
+def interpreter_environment(config: Configuration, tier_env: Mapping[str, str]) -> dict[str, str]:
+    """What every process of a configuration and tier (its `env`) sees, outside any one run."""
     env = dict(os.environ)
     env.pop("CI", None)  # a non-empty CI switches PyTorch into CI mode (downloads, XML): off everywhere
     env.pop(Env.ENTRIES, None)
     env.update({
         "PYTORCH_PRINT_REPRO_ON_FAILURE": "0",
         "PYTORCH_HYPOTHESIS_PROFILE": "dev",  # PyTorch picks its hypothesis profile from this, same everywhere
-        **tier.env,
+        **tier_env,
         **config.env,
         **config.request.to_env(),
     })
