@@ -6,7 +6,8 @@ what would not be green, so a scanned manifest never ships a failing case.
 - Two identical calls give different values (nondeterminism the op tables did not know about): the
   case compares metadata only; if even shape/dtype/strides differ, it is skipped.
 
-The op-manifest framework is `harness.op_manifests`, imported when a scan verifies (it imports torch).
+The op-manifest framework is `harness.op_manifests`; this module is imported only when a scan
+verifies (the runner imports torch).
 """
 
 from __future__ import annotations
@@ -16,8 +17,9 @@ import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+from harness.op_manifests import loader, runner
+from harness.op_manifests.loader import CaseSpec, Limits
 from harness.scan.normalize import Case, Omission, Scan
 
 _RAISED = ("CPU eager reference raised", "backend eager raised")  # how runner.run_case reports an op's error
@@ -32,8 +34,7 @@ class Verdict:
 
 def verify(scan: Scan, render: Callable[[Scan], str]) -> tuple[Scan, tuple[Verdict, ...]]:
     """`scan` with every case adjusted to what running it showed, and the changes made."""
-    from harness.op_manifests import loader, runner
-    limits = loader.Limits()
+    limits = Limits()
     with tempfile.TemporaryDirectory(prefix="scan-verify-") as folder:
         path = Path(folder) / "scan.yaml"
         path.write_text(render(scan), encoding="utf-8")
@@ -43,13 +44,13 @@ def verify(scan: Scan, render: Callable[[Scan], str]) -> tuple[Scan, tuple[Verdi
         for _, error in manifest.errors
     ]
     for spec in manifest.cases:
-        verdict = _run(spec, runner, limits)
+        verdict = _run(spec, limits)
         if verdict is not None:
             verdicts.append(verdict)
     return apply(scan, verdicts), tuple(verdicts)
 
 
-def _run(spec: Any, runner: ModuleType, limits: Any) -> Verdict | None:
+def _run(spec: CaseSpec, limits: Limits) -> Verdict | None:
     try:
         result = runner.run_case(spec, "eager", limits)
     except runner.CaseError as exc:

@@ -49,9 +49,7 @@ def literals(paths: tuple[Path, ...] = tuple(sorted(HARNESS.rglob("*.py")))) -> 
             continue
         tree = ast.parse(path.read_text(encoding="utf-8"))
         skip = _docstrings(tree)
-        found += [(path.relative_to(HARNESS).as_posix() if path.is_relative_to(HARNESS)
-                   else path.relative_to(ROOT).as_posix(), node.lineno, node.value)
-                  for node in ast.walk(tree)
+        found += [(path.relative_to(ROOT).as_posix(), node.lineno, node.value) for node in ast.walk(tree)
                   if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in skip]
     return found
 
@@ -62,6 +60,6 @@ def test_harness_variables_are_named_only_in_the_protocol():
 
 
 def test_event_and_outcome_names_are_spelled_only_in_the_protocol():
-    spelled = [f"harness/{file}:{line}: {NAMES[text]} {text!r}" for file, line, text in literals()
-               if text in NAMES and text not in OTHER_VOCABULARIES.get(file, ())]
+    spelled = [f"{file}:{line}: {NAMES[text]} {text!r}" for file, line, text in literals()
+               if text in NAMES and text not in OTHER_VOCABULARIES.get(file.removeprefix("harness/"), ())]
     assert not spelled, "use harness.protocol.Event or Outcome:\n" + "\n".join(spelled)
