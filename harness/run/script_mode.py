@@ -18,7 +18,8 @@ JUNIT_XML_RERUNS = "--junit-xml-reruns"
 
 
 def add_options(parser: pytest.Parser) -> None:
-    """Define each option unless a conftest (PyTorch's) already did: its meaning then applies."""
+    """Define each option unless a conftest or plugin (PyTorch's) already did, in any group: its meaning
+    then applies."""
     _add(parser, USE_MAIN_MODULE, action="store_true", help="collect the tests of the script running as __main__")
     # pytest's own --junitxml writes the report: the same destination, PyTorch's spelling.
     _add(parser, JUNIT_XML_RERUNS, action="store", dest="xmlpath", metavar="PATH", default=None,
@@ -26,10 +27,16 @@ def add_options(parser: pytest.Parser) -> None:
 
 
 def _add(parser: pytest.Parser, name: str, **spec: object) -> None:
-    try:
+    if name not in defined_options(parser):
         parser.addoption(name, **spec)
-    except ValueError:
-        pass
+
+
+def defined_options(parser: pytest.Parser) -> set[str]:
+    """Every option name defined so far, in any group: pytest itself only refuses a name twice in one
+    group, and argparse then dies on the clash when the command line is parsed (PyTorch's conftest
+    puts its options in named groups, the harness in pytest's anonymous one)."""
+    groups = [parser._anonymous, *parser._groups]  # pytest 8 keeps the unnamed group apart, pytest 9 lists it
+    return {name for group in groups for option in group.options for name in option.names()}
 
 
 def pytest_pycollect_makemodule(module_path: Path, parent: pytest.Collector) -> pytest.Module | None:

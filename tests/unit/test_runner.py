@@ -12,6 +12,8 @@ from harness.record.model import RunRecord
 from harness.record.store import find_runs
 from tests.conftest import FIXTURES, run_fixtures
 
+ROOT = FIXTURES.parents[1]
+
 pytestmark = pytest.mark.integration
 
 
@@ -203,3 +205,29 @@ def test_script_mode_without_pytorchs_conftest_collects_from_the_running_script(
     [file] = run.read_record().files
     assert file.counts == {"passed": 1}, run.log("test_script_mode").read_text()[-2000:]
     assert log.read_text().splitlines() == ["__main__"]
+
+
+CHECKOUT = FIXTURES / "checkout"  # a conftest that defines PyTorch's options in PyTorch's option groups
+
+
+def test_script_mode_leaves_a_checkouts_options_to_its_conftest(tmp_path):
+    """A checkout's conftest defines --use-main-module and --junit-xml-reruns (in named groups, not
+    pytest's unnamed one): the harness must not define them a second time, or pytest's parser dies
+    before any test runs, in every file of the checkout."""
+    run = run_fixtures(tmp_path / "results", ("test_checkout_options.py",), tests_dir=CHECKOUT, entry="script")
+    [file] = run.read_record().files
+    assert file.counts == {"passed": 2}, run.log("test_checkout_options").read_text()[-2000:]
+
+
+@pytest.mark.parametrize("ci", ["true", None])
+def test_a_checkout_file_run_by_hand_as_a_script_with_the_plugin_with_and_without_ci(tmp_path, ci):
+    """As a replay or a user runs it: `python -bb FILE --use-pytest` with the harness plugin; with CI set,
+    run_tests() also passes --junit-xml-reruns, which the checkout's conftest defines."""
+    env = {key: value for key, value in os.environ.items() if key != "CI"}
+    env.update({"PYTEST_ADDOPTS": "-p harness.run.plugin -p no:cacheprovider", "PYTHONPATH": str(ROOT),
+                **({"CI": ci} if ci else {})})
+    done = subprocess.run([sys.executable, "-bb", str(CHECKOUT / "test_checkout_options.py"), "--use-pytest", "-q"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert done.returncode == 0 and "2 passed" in done.stdout, done.stdout[-2000:] + done.stderr[-2000:]
+    reports = list((tmp_path / "test-reports").rglob("*.xml"))  # the conftest's --junit-xml-reruns wrote it
+    assert len(reports) == (1 if ci else 0), reports
