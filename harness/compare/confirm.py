@@ -59,8 +59,7 @@ def confirm(comparison: Comparison, candidate: Side, reruns: Reruns, announce: A
                 continue
             announce(f"confirming {number}/{len(comparison.regressions)}: {regression.test}")
             verdicts[regression.test] = judge(regression, run_order(candidate, regression), reruns.count, rerunner)
-        announce(f"confirmation: {rerunner.warm_reruns} reruns in forks of collected processes, "
-                 f"{rerunner.fresh_reruns} in fresh processes")
+        announce(f"confirmation: {rerunner.summary()}")
     for regression in comparison.regressions:
         verdict = verdicts.get(regression.test)
         if verdict is None:  # flaky in history: already listed

@@ -108,6 +108,7 @@ class Rerunner:
     _hosts: dict[tuple[str, str], _Host | None] = field(default_factory=dict)
     warm_reruns: int = 0
     fresh_reruns: int = 0
+    cold: dict[str, str] = field(default_factory=dict)  # file -> why its reruns could not be forks
 
     def outcome(self, prefix: str, nodeids: Sequence[str], target: str,
                 settings: Mapping[str, str] | None = None) -> str:
@@ -121,6 +122,8 @@ class Rerunner:
         host = self._hosts.get(key)
         if host is None:
             self.fresh_reruns += 1
+            if self.restart != "warm":
+                self.cold.setdefault(key[1], "fresh processes were asked for")
             return outcome(prefix, nodeids, target, self.timeout, settings)
         self.warm_reruns += 1
         if self.settable:
@@ -128,7 +131,12 @@ class Rerunner:
         found = self._in_fork(host, nodeids, target)
         if host.process.poll() is not None:  # the host itself died: later reruns start afresh
             self._hosts[key] = None
+            self.cold[key[1]] = f"its rerun host died (exit status {host.process.returncode}) during a rerun"
         return found
+
+    def summary(self) -> str:
+        """Where the reruns ran, and for each file whose reruns were fresh processes, why."""
+        return where_reruns_ran([self])
 
     def close(self) -> None:
         for host in self._hosts.values():
@@ -159,15 +167,21 @@ class Rerunner:
             os.close(read)
         host = _Host(process, write, select, EventStream(events), settings)
         deadline = time.monotonic() + HOST_START_SECONDS
-        while time.monotonic() < deadline and process.poll() is None:
+        why = f"its rerun host did not collect the file within {HOST_START_SECONDS} s"
+        while time.monotonic() < deadline:
             host.events.read_new()
             restart = next((e["mode"] for e in host.events.events if e.get("event") == Event.RESTART), None)
             if restart == "warm":
                 return host
             if restart is not None:
+                why = f"its rerun host could not fork ({restart.removeprefix('fresh: ')})"
+                break
+            if process.poll() is not None:
+                why = f"its rerun host ended before collection finished (exit status {process.returncode})"
                 break
             time.sleep(POLL_SECONDS)
         host.stop()
+        self.cold[file] = why
         return None
 
     def _in_fork(self, host: _Host, nodeids: Sequence[str], target: str) -> str:
@@ -186,6 +200,16 @@ class Rerunner:
             _signal(worker, signal.SIGKILL)
             list(_follow(host, time.monotonic() + self.timeout, until=Event.WORKER_EXIT))
         return Outcome.TIMEOUT if target_outcome(seen, target) == Outcome.CRASHED else NOT_RUN
+
+
+def where_reruns_ran(rerunners: Sequence[Rerunner]) -> str:
+    """'N reruns in forks of collected processes, M in fresh processes', and why for each cold file."""
+    warm = sum(rerunner.warm_reruns for rerunner in rerunners)
+    fresh = sum(rerunner.fresh_reruns for rerunner in rerunners)
+    cold = {file: why for rerunner in rerunners for file, why in rerunner.cold.items()}
+    reasons = "; ".join(f"{file}: {why}" for file, why in sorted(cold.items()))
+    return f"{warm} reruns in forks of collected processes, {fresh} in fresh processes" + \
+        (f" ({reasons})" if fresh and reasons else "")
 
 
 def _follow(host: _Host, deadline: float, until: str | None = None) -> Iterator[dict[str, Any]]:

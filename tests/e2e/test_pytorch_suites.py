@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -104,3 +105,44 @@ def test_p2_selection_proves_the_jit_in_every_spawned_worker(tmp_path: Path):
         assert workers["started"] >= spawned and workers["reported"] >= spawned, (file.file, workers)
         assert workers["as_requested"] == workers["reported"] and workers["compiled"] > 0, (file.file, workers)
         assert not workers["without_jit"] and not workers["unreported"], (file.file, workers)
+
+
+CHECKOUT = ROOT / "tests" / "fixtures" / "checkout"  # PyTorch's options in PyTorch's option groups
+CHECKOUT_FILES = ("test_checkout_options.py", "test_checkout_regression.py")
+CHECKOUT_REGRESSION = "test_checkout_regression.py::TestCheckoutRegression::test_scale_must_stay_interpreted"
+
+
+@pytest.fixture(scope="module")
+def checkout(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A checkout-style folder (`--tests-dir`, script mode, a conftest defining PyTorch's options) under
+    stock and cinderx-jit through nox, with CI set as on a CI machine."""
+    results = tmp_path_factory.mktemp("checkout")
+    done = nox("-s", "stock-p1", "cinderx-jit-p1", "--", "--tests-dir", str(CHECKOUT), "--select", *CHECKOUT_FILES,
+               env={"HARNESS_RESULTS": str(results), "CI": "true"})
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return results
+
+
+def test_a_checkout_with_pytorchs_option_groups_runs_every_test_under_both_configurations(checkout: Path):
+    records = {record.configuration["name"]: record for _, record in find_runs(checkout)}
+    counts = {name: {file.file: file.counts for file in record.files} for name, record in records.items()}
+    assert counts == {
+        "stock": {"test_checkout_options.py": {"passed": 2}, "test_checkout_regression.py": {"passed": 3}},
+        "cinderx-jit": {"test_checkout_options.py": {"passed": 2},
+                        "test_checkout_regression.py": {"passed": 2, "failed": 1}}}, counts
+    # the op the regression file runs at import would keep an OpenMP pool alive; the tier keeps it away
+    assert all(file.restart == "warm" for record in records.values() for file in record.files)
+    assert all(file.jit["compiled"] > 0 for file in records["cinderx-jit"].files)
+
+
+def test_confirmation_and_culprit_on_a_checkout_rerun_in_forks_of_collected_processes(checkout: Path):
+    done = nox("-s", "diff", "--", "--confirm", "2", "--culprit", env={"HARNESS_RESULTS": str(checkout)})
+    assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-3000:]
+    output = done.stdout + done.stderr
+    assert "confirmation: 4 reruns in forks of collected processes, 0 in fresh processes" in output, output[-3000:]
+    assert re.search(r"found: \d+ probes, \d+ reruns \(\d+ reruns in forks of collected processes, 0 in fresh", output), \
+        output[-3000:]
+    report = json.loads((checkout / "reports" / "report.json").read_text())
+    [regression] = report["regressions"]
+    assert regression["nodeid"] == CHECKOUT_REGRESSION and regression["confirmed"] is True
+    assert [f["name"] for f in regression["culprit"]["functions"]] == ["test_checkout_regression:scale"]

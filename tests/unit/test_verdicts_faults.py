@@ -12,7 +12,9 @@ pytestmark = pytest.mark.integration
 
 from harness.compare.bisect import smallest_polluting_set
 from harness.compare.diff import compare
+from harness.compare.replay import Rerunner
 from harness.compare.sides import load_side
+from harness.record.junit import read_results, replay_prefix
 from tests.conftest import FIXTURES, run_fixtures
 
 FILES = ("test_ops.py", "test_crash.py", "test_flaky.py", "test_order.py")
@@ -74,6 +76,10 @@ def test_confirmation_keeps_real_regressions_moves_flaky_and_bisects_order_depen
     [tally] = [line for line in done.stderr.splitlines() if line.startswith("confirmation: ")]
     warm, fresh = (int(word) for word in tally.split() if word.isdigit())
     assert (warm > 0 and fresh == 0) if restart == "warm" else (warm == 0 and fresh > 0), tally
+    assert restart == "warm" or tally.endswith("(test_crash.py: fresh processes were asked for; "
+                                               "test_flaky.py: fresh processes were asked for; "
+                                               "test_ops.py: fresh processes were asked for; "
+                                               "test_order.py: fresh processes were asked for)"), tally
     report = json.loads((tmp_path / "report.json").read_text())
     confirmed = {r["test"]: (r["confirmed"], r["polluters"]) for r in report["regressions"]}
     assert confirmed == {
@@ -103,3 +109,18 @@ def test_bisection_finds_polluters_in_different_halves_and_nothing_when_nothing_
     assert calls[0] == earlier and len(calls) <= 12
     assert smallest_polluting_set(["test_0"], lambda subset: True) == ("test_0",)
     assert smallest_polluting_set(earlier, lambda subset: False) is None
+
+
+def test_reruns_of_a_file_whose_collected_process_cannot_fork_are_fresh_and_say_why(tmp_path):
+    """Threads alive after collection (an OpenMP pool, here a thread of the file's own) keep the rerun
+    host from forking: the reruns still run, in fresh processes, and the summary names the file and why."""
+    run = run_fixtures(tmp_path / "results", ("test_thread_at_import.py",), tests_dir=FIXTURES / "threads")
+    [result] = read_results(run.junit("test_thread_at_import"))
+    target = "test_thread_at_import.py::test_fails"
+    with Rerunner(60) as rerunner:
+        assert rerunner.outcome(replay_prefix(result.replay, target), [target], target) == "failed"
+        assert rerunner.outcome(replay_prefix(result.replay, target), [target], target) == "failed"
+        summary = rerunner.summary()
+    assert summary == ("0 reruns in forks of collected processes, 2 in fresh processes (test_thread_at_import.py: "
+                       "its rerun host could not fork (1 other thread(s) alive after collection (OpenMP or BLAS pools: "
+                       "OMP_NUM_THREADS=1 avoids them)))"), summary

@@ -46,8 +46,8 @@ def blame(target: Target, budget: Budget, announce: Announce) -> Culprit:
         except ProbeError as error:
             culprit = Culprit(CulpritStatus.NOT_REPRODUCED, note=str(error))
         seconds = round(time.monotonic() - began, 1)
-        announce(f"  {culprit.status}: {prober.probes} probes, {prober.reruns} reruns ({prober.forks} in forks of a "
-                 f"collected process), {seconds} s")
+        announce(f"  {culprit.status}: {prober.probes} probes, {prober.reruns} reruns "
+                 f"({prober.where_reruns_ran()}), {seconds} s")
         return replace(culprit, probes=prober.probes, reruns=prober.reruns, seconds=seconds, polluters=target.polluters)
 
 

@@ -26,7 +26,7 @@ from pathlib import Path
 from harness.compare import replay
 from harness.compare.culprit import cinderx
 from harness.compare.culprit.search import FlakyProbe, JitList, Verdict
-from harness.compare.replay import Rerunner
+from harness.compare.replay import Rerunner, where_reruns_ran
 from harness.protocol import BAD_OUTCOMES, Outcome
 
 
@@ -123,10 +123,9 @@ class Prober:
             rerunner.close()
         shutil.rmtree(self.folder, ignore_errors=True)
 
-    @property
-    def forks(self) -> int:
-        """Reruns that ran in a fork of a collected process (the others: fresh processes)."""
-        return sum(rerunner.warm_reruns for rerunner in self._rerunners)
+    def where_reruns_ran(self) -> str:
+        """How many reruns ran in forks of a collected process, how many fresh, and why fresh."""
+        return where_reruns_ran(self._rerunners)
 
     def probe(self, jit_list: JitList | None, without_pass: str | None = None) -> Probe:
         return self.probe_all([(jit_list, without_pass)])[0]
