@@ -4,7 +4,7 @@
 
 Writes F manifests holding N distinct cases in total (a realistic mix: tensors with presets,
 values, py literals, tensor lists, attrs, skip_if) into a temporary folder, then times
-`python -m pytest harness/op_manifests --collect-only -q --manifest-dir TMP` from the repository root,
+`python -m pytest op_manifests --collect-only -q --manifest-dir TMP` from the repository root,
 end to end (interpreter start, pytest start-up, YAML parsing, validation, dedupe, test items).
 """
 
@@ -77,7 +77,7 @@ def time_collection(directory: Path) -> tuple[float, str]:
         sys.executable,
         "-m",
         "pytest",
-        "harness/op_manifests",
+        "op_manifests",
         "--collect-only",
         "-q",
         "-p",

@@ -1,9 +1,10 @@
-"""The import graph of harness/, read from the code (ast): which package imports which.
+"""The import graph of harness/ and op_manifests/, read from the code (ast): which package imports which.
 
 Used by tests/unit/test_architecture.py (the allowed directions) and, run as a script
 (`python3 -m nox -s architecture`), to draw docs/import-graph.svg for docs/architecture.md with
 matplotlib. The picture carries the edge list it was drawn from, so the test can tell when it is stale. A package is a folder of harness/ (`run`,
-`compare`, ...) or a module at its top (`protocol`, `cli`, ...); `harness` is harness/__init__.py.
+`compare`, ...) or a module at its top (`protocol`, `cli`, ...); `harness` is harness/__init__.py; the
+op-manifest framework beside harness/ (op_manifests/, an import package of its own) is one package.
 Every import counts, also one made inside a function or under TYPE_CHECKING: each is a dependency
 a reader has to know about.
 """
@@ -19,14 +20,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGE = ROOT / "harness"
+TOP_LEVEL = ("harness", "op_manifests")  # the import packages the project installs
 PICTURE = ROOT / "docs" / "import-graph.svg"
 MARK = "harness-import-graph: "  # before the edge list (JSON) the picture carries in its metadata
 
 
 @dataclass(frozen=True)
 class Import:
-    """One `import` statement's target in harness/, where it is written."""
+    """One `import` statement's target in the project's packages, where it is written."""
 
     source: str  # the importing file, relative to the repository root
     line: int
@@ -38,9 +39,10 @@ class Import:
 
 
 def package_of(module: str) -> str:
-    """`harness.run.jit` -> `run`, `harness.protocol` -> `protocol`, `harness` -> `harness`."""
+    """`harness.run.jit` -> `run`, `harness.protocol` -> `protocol`, `harness` -> `harness`,
+    `op_manifests.loader` -> `op_manifests`."""
     parts = module.split(".")
-    return parts[1] if len(parts) > 1 else parts[0]
+    return parts[1] if parts[0] == "harness" and len(parts) > 1 else parts[0]
 
 
 def module_name(path: Path) -> str:
@@ -49,7 +51,7 @@ def module_name(path: Path) -> str:
 
 
 def imports_in(path: Path) -> Iterator[Import]:
-    """The harness modules one file imports (relative imports resolved against the file's package)."""
+    """The project's modules one file imports (relative imports resolved against the file's package)."""
     here = module_name(path).split(".")
     if path.name != "__init__.py":
         here = here[:-1]
@@ -66,7 +68,7 @@ def imports_in(path: Path) -> Iterator[Import]:
         else:
             continue
         for name in names:
-            if name == "harness" or name.startswith("harness."):
+            if name.split(".")[0] in TOP_LEVEL:
                 yield Import(source, node.lineno, name)
 
 
@@ -76,8 +78,13 @@ def _is_module(name: str) -> bool:
     return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
 
 
+def sources() -> list[Path]:
+    """Every Python file of the project's packages."""
+    return sorted(path for top in TOP_LEVEL for path in (ROOT / top).rglob("*.py"))
+
+
 def all_imports() -> list[Import]:
-    return [found for path in sorted(PACKAGE.rglob("*.py")) for found in imports_in(path)]
+    return [found for path in sources() for found in imports_in(path)]
 
 
 def package_graph(imports: list[Import] | None = None) -> dict[str, dict[str, int]]:
@@ -91,8 +98,8 @@ def package_graph(imports: list[Import] | None = None) -> dict[str, dict[str, in
 
 
 def packages() -> list[str]:
-    """Every package of harness/: its folders and top-level modules."""
-    return sorted({package_of(module_name(path)) for path in PACKAGE.rglob("*.py")})
+    """Every package: harness/'s folders and top-level modules, and op_manifests."""
+    return sorted({package_of(module_name(path)) for path in sources()})
 
 
 def floors(graph: dict[str, dict[str, int]]) -> dict[str, int]:

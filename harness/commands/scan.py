@@ -21,8 +21,8 @@ if TYPE_CHECKING:
 
 DEFAULT_MAX_CASES = 400  # keeps a manifest reviewable and its eager run well under a minute
 DEFAULT_INPUT_HIGH = 10
-MANIFEST_FOLDER = "harness/op_manifests"  # where committed manifests live, relative to the repository root
-_MODEL_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,99}\Z")  # harness/op_manifests/loader.py's model-name grammar
+MANIFEST_FOLDER = "op_manifests"  # where committed manifests live, relative to the repository root
+_MODEL_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,99}\Z")  # op_manifests/loader.py's model-name grammar
 
 
 def add_commands(commands: argparse._SubParsersAction) -> None:

@@ -74,8 +74,7 @@ def _document(report: Report, section: Section) -> dict[str, Any]:
         "new": list(comparison.new),
         "missing": list(comparison.missing),
     }
-    trend = next((t for t in report.history.trends if t.configuration == comparison.candidate), None) \
-        if report.history else None
+    trend = report.trend(comparison.candidate)
     if trend is not None:
         document["trend"] = [asdict(point) for point in trend.points]
     if report.forest is not None:

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 
 from harness.compare.diff import ModuleRow
 from harness.compare.sweep import column_label
-from harness.report.model import Culprit, Finding, Report, Section, Status, SweepLine, compiled_total
+from harness.report.model import Culprit, Finding, KnownGroup, Report, Section, Status, SweepLine, compiled_total
 from harness.report.text import counts, culprit_cost, culprit_inlined, speedup, summed
 
 TOP_REGRESSIONS = 10  # per comparison; the HTML report lists them all
@@ -47,15 +47,11 @@ def _section(report: Report, section: Section) -> str:
         fixed = (f"; known, now fixed: {len(comparison.known_fixed)} (remove their entries)"
                  if comparison.known_fixed else "")
         lines += [f"Known regressions: {len(comparison.known)}, from {comparison.known_source}{fixed} "
-                  "(every one listed in the HTML and JSON reports).", ""]
-        known = [f for f in section.regressions if f.known]
-        lines += [f"- `{f.test}` ({f.known.entry}): {f.known.reason}" + (f" ({f.known.link})" if f.known.link else "")
-                  for f in known[:TOP_REGRESSIONS]]
-        lines += [f"- … {len(known) - TOP_REGRESSIONS} more known (HTML and JSON reports)"] if len(known) > TOP_REGRESSIONS else []
-        lines += [""] if known else []
-    trend = next((t for t in report.history.trends if t.configuration == comparison.candidate), None) \
-        if report.history else None
-    if trend is not None and trend.points:
+                  "(every test listed in the HTML and JSON reports), per entry:", ""]
+        lines += [_known_group(group) for group in section.known_groups]
+        lines += [""] if section.known_groups else []
+    trend = report.trend(comparison.candidate)
+    if trend is not None and trend.comparable:
         lines += ["Failing tests per run (run history), oldest first: "
                   + " → ".join(str(p.failing) for p in trend.points), ""]
     lines += _module_table(comparison.modules)
@@ -71,6 +67,12 @@ def _section(report: Report, section: Section) -> str:
     if others:
         lines += ["", "Also: " + " · ".join(f"{name} {count}" for name, count in others) + " (listed in the HTML and JSON reports)"]
     return "\n".join(lines) + "\n"
+
+
+def _known_group(group: KnownGroup) -> str:
+    """One entry of the known-regressions file: how many tests it matched, why, where to read more."""
+    link = f" ({group.link})" if group.link else ""
+    return f"- {group.count} × {group.reason}{link} · `{group.where}`"
 
 
 def _regression(f: Finding) -> list[str]:

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from enum import StrEnum
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness.compare.diff import Comparison, Known, KnownFixed, ModuleRow
@@ -47,6 +48,11 @@ class TrendPoint:
 class Trend:
     configuration: str
     points: tuple[TrendPoint, ...]  # oldest first
+
+    @property
+    def comparable(self) -> bool:
+        """Two runs or more: one run alone is no trend, so the reports that say one leave it out."""
+        return len(self.points) >= 2
 
 
 @dataclass(frozen=True)
@@ -86,6 +92,22 @@ class Finding:
     known: Known | None = None  # the known-regressions entry it matched (compare/known.py)
     culprit: Culprit | None = None
     new_since: str = ""  # the first failing run, from history
+
+
+@dataclass(frozen=True)
+class KnownGroup:
+    """The regressions one known-regressions entry matched: a pattern can match dozens of tests that
+    share one reason, so a report that reads top to bottom says it once, with their count."""
+
+    entry: str  # where the entry is written: file:line
+    reason: str
+    link: str
+    count: int
+
+    @property
+    def where(self) -> str:
+        """The entry's file name and line (`known_regressions.yaml:16`): a report names the file's path once."""
+        return Path(self.entry).name
 
 
 @dataclass(frozen=True)
@@ -201,6 +223,16 @@ class Section:
         return sum(1 for f in self.regressions if f.known)
 
     @property
+    def known_groups(self) -> tuple[KnownGroup, ...]:
+        """The known regressions per entry of the known-regressions file, in the order of the file."""
+        groups: dict[Known, int] = {}
+        for finding in self.regressions:
+            if finding.known:
+                groups[finding.known] = groups.get(finding.known, 0) + 1
+        ordered = sorted(groups.items(), key=lambda item: _entry_order(item[0].entry))
+        return tuple(KnownGroup(known.entry, known.reason, known.link, count) for known, count in ordered)
+
+    @property
     def known_fixed(self) -> tuple[KnownFixed, ...]:
         return self.comparison.known_fixed
 
@@ -249,6 +281,11 @@ class Report:
                       fixes=sum(len(c.fixes) for c in comparisons), flaky=sum(len(c.flaky) for c in comparisons),
                       new=sum(len(c.new) for c in comparisons), missing=sum(len(c.missing) for c in comparisons),
                       known=sum(1 for f in regressions if f.known))
+
+    def trend(self, configuration: str) -> Trend | None:
+        """The run history of one configuration (by its label), when the report has any."""
+        trends = self.history.trends if self.history else ()
+        return next((t for t in trends if t.configuration == configuration), None)
 
     @property
     def known_source(self) -> str:
@@ -315,6 +352,12 @@ def _section(comparison: Comparison, culprits: Mapping[tuple[str, str], Culprit]
                      classification="flaky", status=Status.FLAKY, confirmation=f.reason, replay=f.replay)
              for f in comparison.flaky]
     return Section(comparison, tuple(sorted(findings, key=_order)) + tuple(flaky))
+
+
+def _entry_order(entry: str) -> tuple[str, int]:
+    """`file:line` by file, then by line as a number (line 9 before line 28)."""
+    file, _, line = entry.rpartition(":")
+    return (file, int(line)) if line.isdigit() else (entry, 0)
 
 
 def heatmap(comparisons: Sequence[Comparison]) -> Heatmap:

@@ -1,4 +1,5 @@
-"""Deliver reports: files in the requested formats, and the Markdown on the terminal (rich renders it).
+"""Deliver reports: files in the requested formats, and on standard output the report itself or, for a
+person, the Markdown as text (rich lays it out).
 
 Every form is rendered from one report model (harness/report/model.py), so they cannot drift apart.
 The perf comparison is delivered the same way (`write_out`), from its own renderer.
@@ -17,6 +18,8 @@ from rich.markdown import Markdown
 from harness.report import json_report, markdown
 from harness.report.model import Report
 
+LOG_WIDTH = 120  # columns of the text written where standard output is no terminal (nox's output in CI, a pipe)
+
 
 def render(report: Report, fmt: str) -> str:
     if fmt == "json":
@@ -34,19 +37,27 @@ def deliver(report: Report, formats: list[str], out: Path | None) -> None:
 
 
 def write_out(rendered: Callable[[str], str], formats: list[str], out: Path | None, stem: str) -> None:
-    """Write each format to OUT/<stem>.<fmt>, or to standard output; show Markdown in a terminal."""
+    """Write each format to OUT/<stem>.<fmt>, or to standard output. Standard output that is the report
+    asked for (no OUT, a pipe or a file) gets it as it is; one that a person reads (a terminal, or the
+    summary beside the files written) gets the Markdown as text (`show`)."""
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
         for fmt in formats:
             (out / f"{stem}.{fmt}").write_text(rendered(fmt), encoding="utf-8")
-    if out is None and formats != ["md"]:
+    elif formats != ["md"] or not sys.stdout.isatty():
         for fmt in formats:
             sys.stdout.write(rendered(fmt))
         return
-    text = rendered("md")
-    if sys.stdout.isatty():
-        Console().print(Markdown(text))
-    else:
-        sys.stdout.write(text)
+    show(rendered("md"))
     if out is not None:
         print(f"reports written to {out}: " + ", ".join(f"{stem}.{fmt}" for fmt in formats))
+
+
+def show(text: str) -> None:
+    """Markdown laid out by rich as text to read: tables drawn, emphasis and code as styles (plain in
+    a log), no `**` or `|` markup; a log that is no terminal gets LOG_WIDTH columns, room for the tables.
+    rich pads every line to the width: the padding is cut, so a log has no trailing blanks."""
+    console = Console(width=None if sys.stdout.isatty() else LOG_WIDTH)
+    with console.capture() as laid_out:
+        console.print(Markdown(text))
+    sys.stdout.write("".join(line.rstrip() + "\n" for line in laid_out.get().splitlines()))

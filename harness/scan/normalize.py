@@ -25,7 +25,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from decimal import ROUND_CEILING, ROUND_FLOOR, ROUND_HALF_EVEN, Decimal
 
-from harness.op_manifests.loader import DTYPES, FLOAT_DTYPES
+from op_manifests.loader import DTYPES, FLOAT_DTYPES
 from harness.scan import ops
 from harness.scan.capture import Call, DtypeObs, EnumObs, Observed, OpaqueObs, Param, TensorObs, ValueFacts
 

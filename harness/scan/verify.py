@@ -6,7 +6,7 @@ what would not be green, so a scanned manifest never ships a failing case.
 - Two identical calls give different values (nondeterminism the op tables did not know about): the
   case compares metadata only; if even shape/dtype/strides differ, it is skipped.
 
-The op-manifest framework is `harness.op_manifests`; this module is imported only when a scan
+The op-manifest framework is `op_manifests`; this module is imported only when a scan
 verifies (the runner imports torch).
 """
 
@@ -18,8 +18,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.op_manifests import loader, runner
-from harness.op_manifests.loader import CaseSpec, Limits
+from op_manifests import loader, runner
+from op_manifests.loader import CaseSpec, Limits
 from harness.scan.normalize import Case, Omission, Scan
 
 _RAISED = ("CPU eager reference raised", "backend eager raised")  # how runner.run_case reports an op's error

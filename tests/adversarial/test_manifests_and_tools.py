@@ -36,7 +36,7 @@ MANIFESTS = {  # file -> (bytes, the location and message of its one-line error)
 def test_manifests_with_bad_bytes_or_repeated_keys_are_one_line_each_naming_line_and_column(tmp_path):
     for name, (content, _) in MANIFESTS.items():
         (tmp_path / name).write_bytes(content)
-    done = subprocess.run([sys.executable, "-m", "pytest", str(ROOT / "harness" / "op_manifests"), "-p", "no:cacheprovider", "-q",
+    done = subprocess.run([sys.executable, "-m", "pytest", str(ROOT / "op_manifests"), "-p", "no:cacheprovider", "-q",
                            "--manifest-dir", str(tmp_path)], capture_output=True, text=True, cwd=tmp_path)
     assert done.returncode == 1 and "Traceback" not in done.stdout
     lines = done.stdout.splitlines()

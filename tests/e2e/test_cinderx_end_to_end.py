@@ -64,7 +64,7 @@ def test_main_job_gives_a_valid_diff_with_jit_proof(main_job: Path):
     assert report["valid"] and report["problems"] == [] and report["summary"]["regressions"] == 0
     modules = {row["module"]: row for row in report["modules"]}
     assert set(modules) == {"harness.smoke.test_smoke", "harness.smoke.test_python_patterns",
-                            "harness.smoke.test_compile_interop", "harness.op_manifests.test_model_ops", MATRIX}
+                            "harness.smoke.test_compile_interop", "op_manifests.test_model_ops", MATRIX}
     for name, row in modules.items():
         assert row["jit_compiled"] > 0, row
         if name != MATRIX:  # the matrix finds CinderX's known dynamo bypass: test_interop_matrix_... below

@@ -52,10 +52,10 @@ def test_a_non_editable_install_runs_p0_from_the_installed_package(installed, tm
     assert "site-packages" in site and not site.startswith(str(ROOT))
     record = RunDirectory(only_run(tmp_path / "results")).read_record()
     files = {file.module: file for file in record.files}
-    assert set(files) == {"harness.interop.test_matrix", "harness.op_manifests.test_model_ops",
+    assert set(files) == {"harness.interop.test_matrix", "op_manifests.test_model_ops",
                           "harness.smoke.test_compile_interop", "harness.smoke.test_python_patterns",
                           "harness.smoke.test_smoke"}
     assert all(file.exit_status == 0 and set(file.counts) == {"passed"} for file in files.values()), \
         {name: file.counts for name, file in files.items()}
-    assert files["harness.op_manifests.test_model_ops"].counts["passed"] >= 600  # every shipped manifest, data files too
+    assert files["op_manifests.test_model_ops"].counts["passed"] >= 600  # every shipped manifest, data files too
     assert f"tests: {Path(site).parent}" in done.stdout

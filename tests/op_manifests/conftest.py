@@ -24,8 +24,8 @@ HOSTILE = Path(__file__).resolve().parent / "hostile"
 def run_pytest(
     *args: str, cwd: Path = REPO, env: dict[str, str] | None = None, timeout: float = 120
 ) -> subprocess.CompletedProcess[str]:
-    """`python -m pytest harness/op_manifests ARGS` in a fresh process, exactly as a user runs it."""
-    command = [sys.executable, "-m", "pytest", str(REPO / "harness" / "op_manifests"), "-p", "no:cacheprovider", *args]
+    """`python -m pytest op_manifests ARGS` in a fresh process, exactly as a user runs it."""
+    command = [sys.executable, "-m", "pytest", str(REPO / "op_manifests"), "-p", "no:cacheprovider", *args]
     if env is None:
         env = {k: v for k, v in os.environ.items() if k != "TEST_COMPILE_BACKEND"}
     return subprocess.run(

@@ -1,4 +1,4 @@
-"""`pytest harness/op_manifests ...` from the repository root, as users and CI run it."""
+"""`pytest op_manifests ...` from the repository root, as users and CI run it."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ def test_list_models_prints_and_exits_without_running() -> None:
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert "template: 22 cases (template.yaml)" in lines and "toy_mlp: 20 cases (toy_mlp.yaml)" in lines
-    shipped = sorted(path.name for path in (REPO / "harness" / "op_manifests").glob("*.yaml"))
+    shipped = sorted(path.name for path in (REPO / "op_manifests").glob("*.yaml"))
     assert sorted(line.rsplit("(", 1)[1].rstrip(")") for line in lines) == shipped  # one line per manifest
 
 

@@ -8,9 +8,9 @@ import math
 import pytest
 import torch
 
-from harness.op_manifests.inputs import InputError, build_arguments
-from harness.op_manifests.loader import CaseSpec, Limits, load_manifest
-from harness.op_manifests.runner import CaseError, compare, max_errors, run_case
+from op_manifests.inputs import InputError, build_arguments
+from op_manifests.loader import CaseSpec, Limits, load_manifest
+from op_manifests.runner import CaseError, compare, max_errors, run_case
 
 pytestmark = pytest.mark.unit
 

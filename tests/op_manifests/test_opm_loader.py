@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.op_manifests.loader import Limits, TensorSpec, confined_path, load_dir, load_manifest
+from op_manifests.loader import Limits, TensorSpec, confined_path, load_dir, load_manifest
 
 pytestmark = pytest.mark.unit
 
@@ -19,7 +19,7 @@ def _errors(manifest) -> list[str]:
 
 
 def test_shipped_manifests_load_without_errors() -> None:
-    manifests = {m.model: m for m in load_dir(REPO / "harness" / "op_manifests", Limits())}
+    manifests = {m.model: m for m in load_dir(REPO / "op_manifests", Limits())}
     assert set(manifests) >= {"template", "toy_mlp", "gpt_oss", "granite_moe_hybrid", "vit", "whisper"}
     for manifest in manifests.values():
         assert _errors(manifest) == []
@@ -27,9 +27,9 @@ def test_shipped_manifests_load_without_errors() -> None:
 
 
 def test_template_uses_every_schema_feature() -> None:
-    template = load_manifest(REPO / "harness" / "op_manifests" / "template.yaml", Limits())
+    template = load_manifest(REPO / "op_manifests" / "template.yaml", Limits())
     cases = {case.name: case for case in template.cases}
-    text = (REPO / "harness" / "op_manifests" / "template.yaml").read_text()
+    text = (REPO / "op_manifests" / "template.yaml").read_text()
     for key in ("init_args:", "preset_args:", "stride:", "storage_offset:", "expects_error:", "mark:",
                 "skip_if:", "compare: metadata", "description:", "attrs:", "- py:", "- file:",
                 "tensor_list:", "- dtype:", "seed:", "rtol:", "atol:"):  # fmt: skip

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from harness.op_manifests.loader import Limits, load_dir
-from harness.op_manifests.plan import UnknownModel, build_plan
-from harness.op_manifests.report import CaseOutcome, markdown, summarize, write
+from op_manifests.loader import Limits, load_dir
+from op_manifests.plan import UnknownModel, build_plan
+from op_manifests.report import CaseOutcome, markdown, summarize, write
 
 pytestmark = pytest.mark.unit
 

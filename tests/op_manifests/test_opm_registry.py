@@ -8,7 +8,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from harness.op_manifests import registry
+from op_manifests import registry
 
 pytestmark = pytest.mark.unit
 

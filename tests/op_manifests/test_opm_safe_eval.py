@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from harness.op_manifests import safe_eval
+from op_manifests import safe_eval
 
 pytestmark = pytest.mark.unit
 

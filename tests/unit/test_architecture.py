@@ -1,6 +1,6 @@
 """The folders read as the pipeline: no import runs back up configure -> run -> record -> compare -> report.
 
-The graph is read from the code (tools/import_graph.py, every import statement of harness/), so a new
+The graph is read from the code (tools/import_graph.py, every import statement of harness/ and op_manifests/), so a new
 import against these rules fails here with its file and line, and a new package fails until it is
 given a place below.
 """
@@ -11,7 +11,7 @@ import pytest
 
 pytestmark = pytest.mark.unit
 
-# --- The rules: which packages of harness/ each package may import (besides itself) ---------------
+# --- The rules: which packages each package may import (besides itself) ----------------------------
 # Foundation: the protocol between the runner and its test processes, errors, exit statuses and the
 # package's version. They import no other package of the harness (the protocol: standard library only).
 FOUNDATION = frozenset({"harness", "protocol", "errors", "exits"})
@@ -31,7 +31,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     # perf: a second pipeline (timings, not test outcomes) on the first one's configure, record and run;
     # the report shows its comparison, so report may import it (and compare may not).
     "perf": FOUNDATION | {"configure", "record", "run"},
-    # op_manifests: YAML op tests (loader, runner, the pytest module P0 and `ops` run); stands alone.
+    # op_manifests (beside harness/): YAML op tests (loader, runner, the pytest module P0 and `ops` run); stands alone.
     "op_manifests": FOUNDATION | {"configure"},  # configure: the one line-numbered YAML reader (yamlfile.py)
     "scan": FOUNDATION | {"op_manifests"},  # model -> op manifest, checked by the op-manifest loader and runner
     **{payload: FOUNDATION | {"run"} | PAYLOADS for payload in PAYLOADS},
@@ -44,7 +44,7 @@ ALLOWED: dict[str, frozenset[str]] = {
 
 
 def test_every_package_has_a_place_in_the_rules():
-    assert set(packages()) == set(ALLOWED), "give a new package of harness/ its place in ALLOWED"
+    assert set(packages()) == set(ALLOWED), "give a new package its place in ALLOWED"
 
 
 def test_no_import_runs_back_up_the_pipeline():

@@ -43,7 +43,7 @@ def test_a_known_regression_is_listed_apart_and_exits_zero(tmp_path, capsys):
     assert main(["diff", str(stock), str(jit), "--known-regressions", str(tmp_path / "known.yaml")]) == 0
     markdown = capsys.readouterr().out
     assert "Regressions: **0** (+1 known)" in markdown and "Known regressions: 1, from " in markdown
-    assert "- `test_ops.TestX::test_add` (" in markdown and "the JIT miscompiles add (https://example.org/bug/1)" in markdown
+    assert "- 1 × the JIT miscompiles add (https://example.org/bug/1) · `" in markdown
 
 
 def test_a_new_regression_beside_a_known_one_still_exits_one(tmp_path, capsys):

@@ -1,5 +1,5 @@
 """Every protocol name has one owner: `HARNESS_*` variables, event names and outcome names are
-spelled in harness/protocol.py and nowhere else in harness/ (docstrings and comments aside); the
+spelled in harness/protocol.py and nowhere else in harness/ or op_manifests/ (docstrings and comments aside); the
 `HARNESS_*` names not in the noxfile, the benchmark scripts or the tools either.
 
 A new literal fails here with its file and line: use `Env`, `Setting`, `Event` or `Outcome` instead.
@@ -16,6 +16,7 @@ pytestmark = pytest.mark.unit
 
 ROOT = Path(__file__).resolve().parents[2]
 HARNESS = ROOT / "harness"
+PACKAGES = (*sorted(HARNESS.rglob("*.py")), *sorted((ROOT / "op_manifests").rglob("*.py")))
 SCRIPTS = (ROOT / "noxfile.py", *sorted((ROOT / "benchmarks").glob("*.py")), *sorted((ROOT / "tools").glob("*.py")))
 OWNER = HARNESS / "protocol.py"
 NAMES = {**{outcome.value: "outcome" for outcome in Outcome}, **{event.value: "event" for event in Event}}
@@ -41,7 +42,7 @@ def _docstrings(tree: ast.AST) -> set[int]:
             and isinstance(body[0].value, ast.Constant)}
 
 
-def literals(paths: tuple[Path, ...] = tuple(sorted(HARNESS.rglob("*.py")))) -> list[tuple[str, int, str]]:
+def literals(paths: tuple[Path, ...] = PACKAGES) -> list[tuple[str, int, str]]:
     """(file, line, text) of every string literal in `paths` outside the protocol, docstrings aside."""
     found = []
     for path in paths:

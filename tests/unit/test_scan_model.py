@@ -135,13 +135,13 @@ def test_scanning_again_writes_the_same_bytes_and_the_header_regenerates_it(tiny
     assert str(tmp_path.parent) not in text and "/tmp" not in text and "0x" not in text
     command = text.splitlines()[1].removeprefix("#").strip()
     assert command == (f"python -m harness scan-model --module {TINY} --input-shape 2,16 --train "
-                       "--output harness/op_manifests/tiny_net.yaml")
+                       "--output op_manifests/tiny_net.yaml")
 
 
 @pytest.mark.integration
 def test_scanned_manifest_runs_green_under_the_op_manifest_runner(tiny):
     path, manifest = tiny
-    done = subprocess.run([sys.executable, "-m", "pytest", "harness/op_manifests", "--manifest-dir", path.parent,
+    done = subprocess.run([sys.executable, "-m", "pytest", "op_manifests", "--manifest-dir", path.parent,
                            "--model", "tiny_net", "-q", "-p", "no:cacheprovider"],
                           capture_output=True, text=True, cwd=REPOSITORY, check=False)
     assert done.returncode == 0, done.stdout[-3000:]
@@ -168,7 +168,7 @@ def _committed_header(path: Path) -> tuple[list[str], dict[str, str]]:
 @pytest.mark.integration
 @pytest.mark.parametrize("manifest", ["gpt_oss.yaml"])
 def test_committed_manifest_regenerates_byte_for_byte(manifest, tmp_path):
-    committed = REPOSITORY / "harness" / "op_manifests" / manifest
+    committed = REPOSITORY / "op_manifests" / manifest
     command, versions = _committed_header(committed)
     transformers = pytest.importorskip("transformers")
     here = {"python": f"{sys.version_info.major}.{sys.version_info.minor}", "torch": torch.__version__,

@@ -1,6 +1,6 @@
 """Regenerate the two tiny .pt inputs used by template.yaml's `file:` cases.
 
-    python harness/op_manifests/data/make_data.py
+    python op_manifests/data/make_data.py
 
 Values are fixed (not random) so the committed file is reproducible byte for byte in content.
 The dict form shows `file: {path: ..., key: ...}`; the strided view shows that torch.save keeps

@@ -1,6 +1,6 @@
 """The op-manifest test: one instance per planned case (see conftest.pytest_generate_tests).
 
-Run as `pytest harness/op_manifests [--model NAME] [--compile-backend NAME] [-k CASE_OR_OP]`.
+Run as `pytest op_manifests [--model NAME] [--compile-backend NAME] [-k CASE_OR_OP]`.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 import pytest
 
-from harness.op_manifests.plan import PlannedCase, Settings
+from op_manifests.plan import PlannedCase, Settings
 
 pytestmark = pytest.mark.op_manifest  # selects every generated test: `-m op_manifest`
 
@@ -22,7 +22,7 @@ def test_op(
     if manifest_case.error is not None:
         pytest.fail(manifest_case.error, pytrace=False)
     # Imported here, not at module level: collecting 10,000 cases must not pay torch's import.
-    from harness.op_manifests import runner
+    from op_manifests import runner
 
     case = manifest_case.case
     assert case is not None

@@ -1,6 +1,6 @@
 """pytest glue for op manifests: options, listing, test generation, and the report plugin.
 
-Loaded because `harness/op_manifests` is on the command line (`pytest harness/op_manifests ...`), so its
+Loaded because `op_manifests` is on the command line (`pytest op_manifests ...`), so its
 options exist only for those runs. It never imports torch: see __init__.py.
 """
 
@@ -68,7 +68,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help=f"one of {', '.join(BACKENDS)}; default ${BACKEND_ENV}, else {DEFAULT_BACKEND}",
     )
     group.addoption(
-        "--manifest-dir", metavar="DIR", default=None, help="load manifests from DIR instead of harness/op_manifests/"
+        "--manifest-dir", metavar="DIR", default=None, help="load manifests from DIR instead of op_manifests/"
     )
     group.addoption(
         "--manifest-report",
@@ -102,7 +102,7 @@ def pytest_cmdline_main(config: pytest.Config) -> int | None:
 # The framework's own markers, registered here so they travel with the installed package (a
 # project's pytest.ini may add its own for manifests to use).
 MARKERS = (
-    "op_manifest: a test generated from a YAML op manifest (harness/op_manifests/, RFC-0186)",
+    "op_manifest: a test generated from a YAML op manifest (op_manifests/, RFC-0186)",
     "op_layout: op-manifest case with non-contiguous, expanded or explicitly strided inputs",
     "op_numerics: op-manifest case whose tolerances are tuned for reduced precision or accumulation",
 )

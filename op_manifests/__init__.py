@@ -1,4 +1,4 @@
-"""YAML-driven torch op tests (RFC-0186): `pytest harness/op_manifests [--model NAME] [--list-cases]`.
+"""YAML-driven torch op tests (RFC-0186): `pytest op_manifests [--model NAME] [--list-cases]`.
 
 One job per module, frozen dataclasses between them:
     loader.py    YAML -> validated CaseSpec values, errors as `file:line:col: case 'x': ...`
