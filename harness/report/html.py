@@ -187,12 +187,15 @@ def _forest(report: Report) -> dict[str, Any] | None:
 
 
 def _trends(report: Report) -> dict[str, Any] | None:
+    """The history section: a trend chart per configuration with two runs or more, what recovered."""
     history = report.history
     if history is None:
         return None
-    return {"charts": [{"configuration": trend.configuration, "svg": Markup(charts.trend_chart(trend, f"trend{index}"))}
-                       for index, trend in enumerate(history.trends) if trend.points],
-            "recovered": [asdict(since) for since in history.recovered]}
+    trends = {"charts": [{"configuration": trend.configuration,
+                          "svg": Markup(charts.trend_chart(trend, f"trend{index}"))}
+                         for index, trend in enumerate(history.trends) if trend.comparable],
+              "recovered": [asdict(since) for since in history.recovered]}
+    return trends if trends["charts"] or trends["recovered"] else None
 
 
 def _known(report: Report) -> dict[str, Any] | None:

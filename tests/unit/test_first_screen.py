@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.report.html import render
 from harness.report.model import History, Report, Trend, TrendPoint, build
 from harness.report.output import deliver
 from tests.unit.test_report_model import candidate, with_known
@@ -58,3 +59,8 @@ def test_the_history_line_needs_two_runs_to_compare(tmp_path, capsys, monkeypatc
     assert HISTORY_LINE not in first_screen(report(tmp_path, runs=1), tmp_path, capsys, monkeypatch)
     two = first_screen(report(tmp_path, runs=2), tmp_path, capsys, monkeypatch)
     assert f"{HISTORY_LINE}: 3 → 3" in two
+
+
+def test_the_html_page_draws_a_trend_only_with_two_runs_to_compare(tmp_path):
+    assert 'class="chart trend"' not in render(report(tmp_path, runs=1))
+    assert 'class="chart trend"' in render(report(tmp_path, runs=2))
