@@ -106,6 +106,26 @@ def test_a_function_object_carries_the_key_of_the_definition_the_census_counted(
     assert keys <= set(census.definitions(census.module_code(str(path))))
 
 
+def test_a_process_writes_its_compiled_functions_by_source_file_and_made_code_by_module(tmp_path, monkeypatch):
+    import dataclasses
+
+    from harness.protocol import Env
+    from harness.run import compiled, jit
+
+    Point = dataclasses.make_dataclass("Point", ["x"])  # its __init__ is made by exec: no source file
+    monkeypatch.setattr(jit, "compiled_functions", lambda: [test_the_census_reads_a_current_pyc_and_finds_the_same_definitions,
+                                                          Point.__init__, len])
+    monkeypatch.setenv(Env.COMPILED, str(tmp_path))
+    compiled.write()
+    [written] = tmp_path.glob("*.json")
+    content = json.loads(written.read_text())
+    code = test_the_census_reads_a_current_pyc_and_finds_the_same_definitions.__code__
+    assert content["files"] == {code.co_filename: [[code.co_firstlineno, code.co_qualname]]}
+    assert content["generated"] == {Point.__init__.__module__: ["Point.__init__"]}  # its given name, not the maker's
+    torch = sys.modules.get("torch")
+    assert content["pid"] == int(written.stem) and content["torch"] == (torch and str(Path(torch.__file__).parent))
+
+
 def definitions_of(root: Path) -> Definitions:
     return Definitions.from_census(census.census(str(root)))
 
