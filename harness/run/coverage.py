@@ -36,6 +36,8 @@ def definitions(python: str, env: dict[str, str], torch: str, python_version: st
                                   text=True, timeout=CENSUS_TIMEOUT)
         except subprocess.TimeoutExpired:
             raise HarnessError(f"the census of torch's functions took over {CENSUS_TIMEOUT} s") from None
+        except OSError as error:
+            raise HarnessError(f"the census of torch's functions cannot start {python}: {error.strerror}") from None
         if done.returncode != 0:
             last = (done.stderr.strip().splitlines() or ["no output"])[-1]
             raise HarnessError(f"the census of torch's functions failed under {python}: {last}")

@@ -235,3 +235,26 @@ def test_the_coverage_command_merges_the_runs_given(tmp_path, capsys):
     assert main(["coverage", str(plain)]) == 3
     assert "no JIT coverage" in capsys.readouterr().err
     assert read(plain) is None
+
+
+
+def test_a_finished_jit_run_gets_its_coverage_from_the_cached_census(tmp_path, monkeypatch):
+    from harness.protocol import Setting
+    from harness.run.coverage import census_path, record_coverage
+
+    monkeypatch.setenv(Setting.CACHE, str(tmp_path / "cache"))
+    folder = torch_tree(tmp_path)
+    run = RunDirectory(write_run(tmp_path / "results", "cinderx-jit", {"test_a": "passed"}, started="2026-11-01T00:00:00",
+                                 threshold=1))
+    compiled = run.compiled("test_mod")
+    compiled.mkdir(parents=True)
+    (compiled / "7.json").write_text(json.dumps({"torch": str(folder), "files": {str(folder / "__init__.py"): [[1, "top"]]}}))
+    (compiled / "8.json").write_text("{cut short")  # a process killed while writing: left out
+    path = census_path("2.14.1", "3.14.0")
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(census.census(str(folder))))
+    announced = record_coverage(run, run.read_record(), {})
+    assert announced.startswith("JIT coverage: 1 of torch 2.14.1's 10 functions compiled (10.0%)")
+    assert read(run.root).compiled == {"": ("torch:top:1",)} and read(run.root).processes == 1
+    plain = RunDirectory(write_run(tmp_path / "results", "stock", {"test_a": "passed"}, started="2026-11-01T00:00:01"))
+    assert record_coverage(plain, plain.read_record(), {}) is None
