@@ -54,13 +54,13 @@ def record_coverage(run: RunDirectory, record: RunRecord, env: dict[str, str]) -
     torch = record.versions.get("torch")
     if not torch:
         return "JIT coverage not recorded: the interpreter reported no torch version"
-    try:
-        found = definitions(record.python, env, torch, str(record.versions.get("python")))
+    processes = (content for content in map(read_process_file, run.compiled_files()) if content is not None)
+    try:  # never an error of the run: it would be stopped and its directory removed
+        coverage = attribute(definitions(record.python, env, torch, str(record.versions.get("python"))), processes,
+                             torch, run.root.name)
+        write(run, coverage)
     except HarnessError as error:
         return f"JIT coverage not recorded: {error}"
-    processes = (content for content in map(read_process_file, run.compiled_files()) if content is not None)
-    coverage = attribute(found, processes, torch, run.root.name)
-    write(run, coverage)
     total = coverage.total
     return (f"JIT coverage: {total.compiled:,} of torch {torch}'s {total.defined:,} functions compiled "
             f"({100 * (total.share or 0.0):.1f}%); per subpackage: python -m harness coverage {run.root}")
