@@ -29,6 +29,7 @@ class Env(StrEnum):
     DESELECT = "HARNESS_DESELECT"  # node ids, one per line, that an earlier process finished
     CONTROL_FD = "HARNESS_CONTROL_FD"  # a warm host reads `resume` commands from this descriptor
     PROCESS_REPORTS = "HARNESS_PROCESS_REPORTS"  # folder where each descendant process reports its JIT
+    COMPILED = "HARNESS_COMPILED"  # folder where every process of a file writes the functions its JIT compiled
     ENTRIES = "HARNESS_ENTRIES"  # comma-separated PyTorch database entries the bundled suites instantiate
     SELECT = "HARNESS_SELECT"  # a rerun host: the file naming the node ids its next worker runs (see forkserver)
     JIT_SETTINGS = "HARNESS_JIT_SETTINGS"  # a rerun host: the file of CinderX settings (JSON: environment

@@ -8,6 +8,7 @@ its handlers import the stages when they run, so `--help` and every other comman
 run.py      `run`, `fetch-tests`, `provision`: configure, then run (which records)
 db.py       `db ingest | rebuild | merge`: the results database of record
 diff.py     `diff`, `diff-latest`, `history`: record -> compare (-> confirm, culprit) -> report
+coverage.py `coverage`: JIT coverage of torch per subpackage, merged over runs
 culprit.py  `culprit` and the search options `diff --culprit` shares
 scan.py     `scan-model`: a model's aten ops as an op manifest
 perf.py     `perf run | diff | diff-latest`: the pyperf pipeline
@@ -16,6 +17,6 @@ arguments.py  argument types every command shares
 
 from __future__ import annotations
 
-from harness.commands import culprit, db, diff, perf, run, scan
+from harness.commands import coverage, culprit, db, diff, perf, run, scan
 
-COMMANDS = (run, db, diff, culprit, scan, perf)  # the subcommands, in the order `--help` lists them
+COMMANDS = (run, db, diff, coverage, culprit, scan, perf)  # the subcommands, in the order `--help` lists them

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from harness.compare.history import History, Series
     from harness.perf.compare import PerfComparison
     from harness.compare.sides import Side
+    from harness.report.model import CoverageSide
 
 
 
@@ -184,9 +185,23 @@ def _report(pairs: list[tuple[Side, Side]], args: argparse.Namespace, perf: Perf
         write_merged(args.merged_junit, [("baseline", b) for b, _ in pairs] + [("candidate", c) for _, c in pairs])
     found = _history_of(pairs)
     deliver(build(comparisons, perf=perf, culprits=recorded_culprits(comparisons, candidates),
-                  history=history_part(found, comparisons) if found else None), args.formats or ["md"], args.out)
+                  history=history_part(found, comparisons) if found else None, coverage=_coverage_of(candidates)),
+            args.formats or ["md"], args.out)
     statuses = [c.exit_status for c in comparisons]
     return ExitStatus.INVALID if ExitStatus.INVALID in statuses else max(statuses)
+
+
+def _coverage_of(candidates: list[Side]) -> list[CoverageSide]:
+    """The JIT coverage of torch each candidate's runs recorded, merged per candidate."""
+    from harness.record.coverage import merge, read
+    from harness.report.model import CoverageSide
+
+    sides = []
+    for candidate in candidates:
+        found = [coverage for coverage in (read(path) for path, _ in candidate.parts) if coverage is not None]
+        if found:
+            sides.append(CoverageSide(candidate.label, merge(found)))
+    return sides
 
 
 def _announce(line: str) -> None:

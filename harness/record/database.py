@@ -15,6 +15,8 @@ Schema at a glance (docs/history.md has every column):
     counts    per run and module, how many tests ended with each outcome
     prefixes  per run and module, the replay command without a node id (a test's own is stored only
               when it is not this prefix followed by its node id: most of a row's bytes otherwise)
+    coverage  per JIT run and torch subpackage, functions defined and functions the JIT compiled
+    compiled_functions  per JIT run, every torch function the JIT compiled (merged over runs by union)
 
 Many processes write one database (CI shards, parallel sessions): it runs in WAL mode, a writer
 waits up to BUSY_TIMEOUT for another, and every write is one transaction. A file that is not
@@ -110,6 +112,21 @@ MIGRATIONS: tuple[str, ...] = (
         outcome TEXT NOT NULL,
         n INTEGER NOT NULL,
         PRIMARY KEY (run, module, outcome)
+    ) STRICT, WITHOUT ROWID;
+    """,
+    """
+    CREATE TABLE coverage (
+        run INTEGER NOT NULL,
+        subpackage TEXT NOT NULL,       -- torch's subpackage (_dynamo, fx, ...); "" for its top-level modules
+        defined INTEGER NOT NULL,       -- functions its sources define (harness/run/census.py)
+        compiled INTEGER NOT NULL,      -- of those, compiled by the JIT at least once in the run
+        PRIMARY KEY (run, subpackage)
+    ) STRICT, WITHOUT ROWID;
+    CREATE TABLE compiled_functions (
+        run INTEGER NOT NULL,
+        subpackage TEXT NOT NULL,
+        function TEXT NOT NULL,         -- module:qualname:line of a torch definition the JIT compiled
+        PRIMARY KEY (run, function)
     ) STRICT, WITHOUT ROWID;
     """,
 )

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.errors import HarnessError
-from harness.record import database
+from harness.record import coverage, database
 from harness.record.database import connect, opened, reported, writing
 from harness.record.junit import JUnitFiles
 from harness.record.model import RunRecord
@@ -38,6 +38,8 @@ _RUN_COLUMNS = ("identity", "directory", "stamp", "configuration", "tier", "thre
                 "status", "compiled", "tests", "record")
 _FILE_COLUMNS = ("file", "module", "exit_status", "signal", "duration", "compiled", "culprit", "processes")
 _COUNT_COLUMNS = ("module", "outcome", "n")
+_COVERAGE_COLUMNS = ("subpackage", "defined", "compiled")
+_FUNCTION_COLUMNS = ("subpackage", "function")
 
 
 @dataclass(frozen=True)
@@ -165,6 +167,17 @@ def _write_run(path: Path, run_dir: Path, record: RunRecord, current: str) -> No
             connection.executemany(_insert("files", ("run", *_FILE_COLUMNS)), [
                 (1, f.file, f.module, f.exit_status, f.signal, f.duration, (f.jit or {}).get("compiled"), f.culprit,
                  f.processes) for f in record.files])
+            _write_coverage(connection, coverage.read(run_dir))
+
+
+def _write_coverage(connection: sqlite3.Connection, found: coverage.Coverage | None) -> None:
+    """A JIT run's coverage of torch: per subpackage, and every function compiled."""
+    if found is None:
+        return
+    connection.executemany(_insert("coverage", ("run", *_COVERAGE_COLUMNS)),
+                           [(1, row.subpackage, row.defined, row.compiled) for row in found.rows])
+    connection.executemany(_insert("compiled_functions", ("run", *_FUNCTION_COLUMNS)),
+                           [(1, sub, key) for sub, keys in found.compiled.items() for key in keys])
 
 
 def _run_row(record: RunRecord, run_dir: Path, current: str, tests: int) -> tuple:
@@ -197,13 +210,14 @@ def _copy_run(connection: sqlite3.Connection, run: int, identity: str, directory
             return Ingested(identity, directory, "unchanged")
         if (_STATUS_RANK.get(found[2], 0), found[3]) > (_STATUS_RANK.get(status, 0), tests):
             return Ingested(identity, directory, "kept")
-        for table in ("prefixes", "counts", "results", "files"):
+        for table in ("prefixes", "counts", "results", "files", "coverage", "compiled_functions"):
             connection.execute(f"DELETE FROM {table} WHERE run = ?", (found[0],))
         connection.execute("DELETE FROM runs WHERE id = ?", (found[0],))
     added = connection.execute(f"INSERT INTO runs ({', '.join(_RUN_COLUMNS)}) SELECT {', '.join(_RUN_COLUMNS)} "
                                "FROM source.runs WHERE id = ?", (run,)).lastrowid
     for table, columns in (("files", _FILE_COLUMNS), ("results", _RESULT_COLUMNS), ("counts", _COUNT_COLUMNS),
-                           ("prefixes", ("module", "prefix"))):
+                           ("prefixes", ("module", "prefix")), ("coverage", _COVERAGE_COLUMNS),
+                           ("compiled_functions", _FUNCTION_COLUMNS)):
         connection.execute(f"INSERT INTO {table} (run, {', '.join(columns)}) SELECT ?, {', '.join(columns)} "
                            f"FROM source.{table} WHERE run = ?", (added, run))
     return Ingested(identity, directory, "replaced" if found is not None else "added")

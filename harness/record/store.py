@@ -8,6 +8,8 @@ comparison is made of lives in harness/compare/sides.py).
         events/<module>.jsonl                  the plugin's live stream (start/outcome per test)
         logs/<module>.log                      stdout and stderr of the test process(es)
         processes/<module>/<pid>.json          the JIT state of each process the tests started
+        compiled/<module>/<pid>.json           the functions each JIT process of a file compiled
+        coverage.json                          JIT coverage of torch over the run (record/coverage.py)
         cache/                                 pytest, inductor and triton caches of this run
       harness.db                               the results database (harness/record/database.py)
 """
@@ -100,12 +102,24 @@ class RunDirectory:
         """Where the processes a file's tests started report their JIT state, one file each."""
         return self.root / "processes" / module
 
+    def compiled(self, module: str) -> Path:
+        """Where every JIT process of a file writes the functions it compiled, one file each."""
+        return self.root / "compiled" / module
+
+    def compiled_files(self) -> tuple[Path, ...]:
+        """Every process's compiled functions, of every file, in name order."""
+        return tuple(sorted((self.root / "compiled").glob("*/*.json")))
+
+    @property
+    def coverage(self) -> Path:
+        return self.root / "coverage.json"
+
     @property
     def cache(self) -> Path:
         return self.root / "cache"
 
     def create(self) -> None:
-        for part in ("junit", "events", "logs", "processes", "cache"):
+        for part in ("junit", "events", "logs", "processes", "compiled", "cache"):
             ensure_folder(self.root / part, "run directory")
 
     @contextmanager

@@ -16,12 +16,14 @@ import matplotlib
 from matplotlib import colors, ticker
 from matplotlib.figure import Figure
 
+from harness.record.coverage import Coverage
 from harness.report.model import Forest, Interval, SweepLine, Trend
 
 INK, MUTED, REGRESSION, COMPILED, FLAKY = "#1f2328", "#656d76", "#cf222e", "#0969da", "#bf8700"
 SERIES = ("#0969da", "#8250df", "#1a7f37", "#bc4c00", "#cf222e", "#57606a")  # one per perf candidate
 HEAT = matplotlib.colormaps["OrRd"]
 WIDTH = 7.5  # inches: fits a laptop screen and a printed page
+COVERAGE_BARS = 25  # subpackages drawn, the biggest first; the table below the chart holds them all
 
 
 def heat_colour(regressions: int, worst: int) -> tuple[str, str]:
@@ -130,4 +132,23 @@ def trend_chart(trend: Trend, name: str) -> str:
         axes.set_ylim(bottom=0, top=max(1, *(max(p.failing, p.flaky) for p in trend.points)) * 1.2)
         axes.yaxis.set_major_locator(ticker.MaxNLocator(integer=True))
         axes.legend(loc="upper left", frameon=False, fontsize=8, ncols=2)
+    return out[0]
+
+
+def coverage_chart(coverage: Coverage, name: str) -> str:
+    """Per subpackage (the biggest first), the share of its functions the JIT compiled, each bar
+    labelled with compiled / defined."""
+    rows = coverage.rows[:COVERAGE_BARS]
+    with _figure(name, 0.8 + 0.22 * len(rows)) as (figure, out):
+        axes = figure.add_subplot()
+        positions = range(len(rows))
+        axes.barh(positions, [100.0] * len(rows), color="#eaeef2", height=0.7)
+        axes.barh(positions, [100 * (row.share or 0.0) for row in rows], color=COMPILED, height=0.7)
+        for position, row in zip(positions, rows):
+            axes.text(101, position, f"{row.compiled:,} / {row.defined:,}", va="center", fontsize=7, color=MUTED)
+        axes.set_yticks(list(positions), [row.name for row in rows], fontsize=8)
+        axes.invert_yaxis()
+        axes.set_xlim(0, 125)
+        axes.set_xticks([0, 25, 50, 75, 100], ["0%", "25%", "50%", "75%", "100%"])
+        axes.set_xlabel("functions the JIT compiled at least once, of those the subpackage defines")
     return out[0]

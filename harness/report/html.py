@@ -16,7 +16,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup
 
 from harness.report import charts
-from harness.report.model import Cell, Finding, Heatmap, Report, Section, Status
+from harness.report.model import Cell, CoverageSide, Finding, Heatmap, Report, Section, Status
 from harness.report.text import counts, culprit_cost, culprit_functions, culprit_inlined, percent, speedup, verdict_line
 
 HEATMAP_ROWS = 40  # modules drawn in the heatmap; the modules table below holds them all
@@ -64,6 +64,7 @@ def _page(report: Report) -> dict[str, Any]:
         "modules": _modules(report.heatmap),
         "columns": report.heatmap.columns,
         "forest": _forest(report),
+        "coverage": [_coverage(side, f"coverage{index}") for index, side in enumerate(report.coverage)],
         "trends": _trends(report),
         "known": _known(report),
         "page_rows": PAGE_ROWS,
@@ -184,6 +185,19 @@ def _forest(report: Report) -> dict[str, Any] | None:
                 i for row in forest.rows for i in row.intervals) else None,
             "baseline": forest.baseline, "candidates": forest.candidates, "table": table,
             "valid": forest.valid, "problems": forest.problems, "method": forest.method}
+
+
+def _coverage(side: CoverageSide, name: str) -> dict[str, Any]:
+    """One candidate's JIT coverage: its chart, every subpackage's row, what was compiled outside."""
+    coverage = side.coverage
+    total = coverage.total
+    return {"label": side.label, "svg": Markup(charts.coverage_chart(coverage, name)),
+            "summary": f"{total.compiled:,} of torch {coverage.torch}'s {total.defined:,} functions compiled "
+                       f"({percent(total.share)}), {len(coverage.exercised)} of {len(coverage.rows)} subpackages exercised",
+            "rows": [{"name": row.name, "defined": f"{row.defined:,}", "compiled": f"{row.compiled:,}",
+                      "share": percent(row.share)} for row in coverage.rows],
+            "outside": f"Also compiled: {len(coverage.unattributed):,} functions of torch's modules that match no "
+                       f"definition (code made at run time), {len(coverage.other):,} outside torch."}
 
 
 def _trends(report: Report) -> dict[str, Any] | None:

@@ -4,7 +4,8 @@ One document per comparison (a list when there are several). The contract's keys
 `problems`, `summary`, `modules`, `regressions` with their fields) keep their meaning; newer keys
 only add to them: per regression `status`, `known`, `culprit` and `new_since`; per document
 `known_fixed` when a known-regressions file was given, `trend` when run history knows the
-candidate, and `perf` when a performance comparison was made.
+candidate, `perf` when a performance comparison was made, and `coverage` when the candidate's
+runs recorded JIT coverage of torch.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from dataclasses import asdict
 from typing import Any
 
 from harness.compare.diff import Known, Regression
+from harness.record.coverage import Coverage
 from harness.report.model import Culprit, Finding, Forest, Interval, Report, Section
 
 
@@ -79,7 +81,21 @@ def _document(report: Report, section: Section) -> dict[str, Any]:
         document["trend"] = [asdict(point) for point in trend.points]
     if report.forest is not None:
         document["perf"] = _perf(report.forest)
+    covered = next((side.coverage for side in report.coverage if side.label == comparison.candidate), None)
+    if covered is not None:
+        document["coverage"] = coverage_json(covered)
     return document
+
+
+def coverage_json(coverage: Coverage) -> dict[str, Any]:
+    """JIT coverage of torch: per subpackage (the biggest first) functions defined and compiled."""
+    total = coverage.total
+    return {"torch": coverage.torch, "runs": list(coverage.runs), "processes": coverage.processes,
+            "subpackages": [{"subpackage": row.name, "defined": row.defined, "compiled": row.compiled}
+                            for row in coverage.rows],
+            "total": {"defined": total.defined, "compiled": total.compiled},
+            "exercised": list(coverage.exercised), "unattributed": len(coverage.unattributed),
+            "other": len(coverage.other)}
 
 
 def _annotations(finding: Finding) -> dict[str, Any]:

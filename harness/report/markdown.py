@@ -11,17 +11,20 @@ from collections.abc import Iterable
 
 from harness.compare.diff import ModuleRow
 from harness.compare.sweep import column_label
-from harness.report.model import Culprit, Finding, KnownGroup, Report, Section, Status, SweepLine, compiled_total
-from harness.report.text import counts, culprit_cost, culprit_inlined, speedup, summed
+from harness.report.model import (Culprit, CoverageSide, Finding, KnownGroup, Report, Section, Status, SweepLine,
+                                   compiled_total)
+from harness.report.text import counts, culprit_cost, culprit_inlined, percent, speedup, summed
 
 TOP_REGRESSIONS = 10  # per comparison; the HTML report lists them all
 TOP_MODULES = 20  # per table, worst first
+TOP_SUBPACKAGES = 20  # of torch's ~60, the biggest first, in a comparison's coverage table
 HTML_POINTER = ("Everything else (heatmap, charts, every regression with its failure message, filters, copy "
                 "buttons): the HTML report `report.html` written beside this file (in CI: the job's report artifact).")
 
 
 def render(report: Report) -> str:
     parts = [_sweep(line) for line in report.sweeps] + [_section(report, s) for s in report.sections]
+    parts += [coverage_section(side, TOP_SUBPACKAGES) for side in report.coverage]
     if report.forest is not None:
         parts.append(_perf(report))
     if report.history is not None and report.history.recovered:
@@ -177,3 +180,24 @@ def _compiled(row: ModuleRow) -> str:
 def _total(rows: Iterable[ModuleRow]) -> str:
     total = compiled_total(rows)
     return "—" if total is None else f"{total:,}"
+
+
+def coverage_section(side: CoverageSide, limit: int | None = None) -> str:
+    """Per torch subpackage (the biggest first, `limit` of them): functions defined, and compiled
+    by the JIT at least once; then what was compiled outside torch's definitions."""
+    coverage = side.coverage
+    rows = coverage.rows
+    shown = rows if limit is None else rows[:limit]
+    lines = [f"## JIT coverage of torch {coverage.torch}: {side.label}", "",
+             f"Functions torch's sources define, and those the JIT compiled at least once (docs/coverage.md); "
+             f"{len(coverage.exercised)} of {len(rows)} subpackages exercised.", "",
+             "| Subpackage | Defined | Compiled | Compiled % |", "|---|---:|---:|---:|"]
+    lines += [f"| {row.name} | {row.defined:,} | {row.compiled:,} | {percent(row.share)} |" for row in shown]
+    if len(rows) > len(shown):
+        lines.append(f"| … {len(rows) - len(shown)} more subpackages (HTML and JSON reports) | | | |")
+    total = coverage.total
+    lines += [f"| **torch** | **{total.defined:,}** | **{total.compiled:,}** | **{percent(total.share)}** |", "",
+              f"Also compiled: {len(coverage.unattributed):,} functions of torch's modules that match no definition "
+              f"(code made at run time: dataclass methods, AOTAutograd's generated wrappers), {len(coverage.other):,} outside torch "
+              f"(tests, pytest, the standard library). Runs: {len(coverage.runs)}, processes: {coverage.processes}."]
+    return "\n".join(lines) + "\n"

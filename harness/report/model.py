@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from harness.compare.diff import Comparison, Known, KnownFixed, ModuleRow
 from harness.compare.sweep import Sweep, sweeps
 from harness.protocol import Outcome
+from harness.record.coverage import Coverage
 from harness.record.culprits import Culprit  # a regression's culprit, as the search recorded it
 
 if TYPE_CHECKING:  # the perf modules import pyperf, which the diff's interpreter need not have
@@ -207,6 +208,14 @@ class Forest:
 
 
 @dataclass(frozen=True)
+class CoverageSide:
+    """The JIT coverage of torch of one candidate (its runs merged): what its tests exercised."""
+
+    label: str
+    coverage: Coverage
+
+
+@dataclass(frozen=True)
 class Section:
     """One comparison (baseline vs one candidate) with its findings."""
 
@@ -258,6 +267,7 @@ class Report:
     generated: str
     forest: Forest | None = None
     history: History | None = None
+    coverage: tuple[CoverageSide, ...] = ()
 
     @property
     def valid(self) -> bool:
@@ -316,14 +326,15 @@ class Side:
 
 
 def build(comparisons: Sequence[Comparison], *, perf: PerfComparison | None = None, history: History | None = None,
-          culprits: Mapping[tuple[str, str], Culprit] | None = None,
+          culprits: Mapping[tuple[str, str], Culprit] | None = None, coverage: Sequence[CoverageSide] = (),
           now: datetime | None = None) -> Report:
-    """The report of `comparisons`; `culprits` are keyed by (candidate label, test)."""
+    """The report of `comparisons`; `culprits` are keyed by (candidate label, test); `coverage`
+    holds the candidates that recorded JIT coverage."""
     new_since = {(s.configuration, s.test): s.run for s in history.new_since} if history else {}
     sections = tuple(_section(c, culprits or {}, new_since) for c in comparisons)
     return Report(sections=sections, heatmap=heatmap(comparisons), sweeps=tuple(map(_sweep_line, sweeps(list(comparisons)))),
                   generated=(now or datetime.now(timezone.utc)).strftime("%Y-%m-%d %H:%M UTC"),
-                  forest=forest(perf) if perf is not None else None, history=history)
+                  forest=forest(perf) if perf is not None else None, history=history, coverage=tuple(coverage))
 
 
 _SEVERITY = (Outcome.CRASHED, Outcome.TIMEOUT, Outcome.ERROR, Outcome.FAILED)

@@ -7,7 +7,7 @@ workers (a glass prison one level down). Two halves make the proof:
 - inside each descendant (`engage`, run by the start-up hook in descendants/, and `watch_forks`,
   run by the plugin for forks of the test process): apply the configuration's JIT request at
   start, and at exit write one report file, `<pid>.json`, into the file's reports folder, with the
-  JIT state read back from the JIT itself;
+  JIT state read back from the JIT itself (and the functions it compiled, see compiled.py);
 - in the test process (`track_children`): every multiprocessing child it starts is announced in
   the event stream with its pid, and its exit status once it ended, so a worker that never
   reported is seen (the runner joins both: see harness/run/events.py).
@@ -25,7 +25,7 @@ from collections.abc import Callable
 from typing import Any
 
 from harness.protocol import Env, Event, JitMode, Request
-from harness.run import jit
+from harness.run import compiled, jit
 
 HOOK_FOLDER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "descendants")
 HARNESS_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -82,6 +82,7 @@ def _report() -> None:
         os.replace(path + ".partial", path)
     except OSError:
         pass  # a vanished run directory: the runner sees an unreported worker
+    compiled.write()
 
 
 Emit = Callable[..., None]

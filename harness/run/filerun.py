@@ -106,10 +106,12 @@ def run_file(context: FileContext, file: str, targets: list[str], on_event: Even
     stream = EventStream(context.run.events(module))
     stream.read_new()  # a resumed run continues the stream an interrupted one left
     deselect = context.run.events(module).with_suffix(".done")
-    reports = context.run.processes(module)
-    reports.mkdir(parents=True, exist_ok=True)
+    reports, compiled = context.run.processes(module), context.run.compiled(module)
+    for folder in (reports, compiled):
+        folder.mkdir(parents=True, exist_ok=True)
     env = {**context.env, **context.env_per_file.get(file, {}), Env.EVENTS: str(stream.path.resolve()), Env.DESELECT: str(deselect.resolve()),
-           Env.PROCESS_REPORTS: str(reports.resolve()), **processes.marks(context.run.root, file)}
+           Env.PROCESS_REPORTS: str(reports.resolve()), Env.COMPILED: str(compiled.resolve()),
+           **processes.marks(context.run.root, file)}
     command = _command(context, file, targets)
     began = time.monotonic()
     file_deadline = began + context.tier.timeout

@@ -5,6 +5,7 @@ What it does, driven by HARNESS_* environment variables set by the runner:
 - in `jit: absent` configurations, proves CinderX cannot be imported (a falsifier, docs/background.md §1);
 - streams every test's start and outcome to HARNESS_EVENTS as JSON lines, as they happen, so a
   crash or hang loses nothing already obtained, and ends the stream with the JIT's real state;
+- at the end of a JIT session, writes the functions its JIT compiled (JIT coverage, compiled.py);
 - leaves out the tests listed in HARNESS_DESELECT, so a new process resumes a file after the
   test that crashed the previous one;
 - when it is safe, runs the tests in forked workers of the collected process (warm restarts,
@@ -32,7 +33,7 @@ from typing import IO, Any
 import pytest
 
 from harness.protocol import PRIVATE_ENV, Activation, Env, Event, JitMode, Outcome, Request
-from harness.run import descendant, forkserver, jit, script_mode
+from harness.run import compiled, descendant, forkserver, jit, script_mode
 
 MAX_TEXT = 20_000  # characters of failure text kept per test: enough to classify, bounded on disk
 JIT_COUNT_INTERVAL = 5.0  # seconds between compiled-function counts, so a crash keeps a recent one
@@ -244,6 +245,8 @@ class HarnessSession:
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         self.recorder.children_ended()
         self.recorder.emit(Event.SESSION_FINISH, exitstatus=int(exitstatus), jit=jit.snapshot().as_dict())
+        if self.request.mode == JitMode.ON and os.getpid() == self.recorder.owner:
+            compiled.write()
         forkserver.end_rerun_worker(int(exitstatus))
 
 

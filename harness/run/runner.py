@@ -31,6 +31,7 @@ from harness.record.ingest import ingest_finished
 from harness.record.model import FileRecord, RunRecord
 from harness.record.store import RunDirectory, new_run_directory
 from harness.run import processes
+from harness.run.coverage import record_coverage
 from harness.run.filerun import LIVE, POLL_SECONDS, FileContext, run_file
 from harness.run.progress import RunProgress
 from harness.run.schedule import earlier_durations, longest_first
@@ -267,6 +268,9 @@ def _run_files(context: FileContext, record: Future[RunRecord], pending: dict[st
         processes.kill(processes.marked(processes.marks(context.run.root)))
         raise
     pool.shutdown()
+    covered = record_coverage(context.run, record.result(), context.env)
+    if covered:
+        progress.announce(covered)
     write(status="complete", finished=_now())
 
 

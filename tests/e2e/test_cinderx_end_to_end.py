@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -117,6 +118,24 @@ def test_threshold_1_compiles_more_than_the_default(main_job: Path, tmp_path: Pa
     at_1 = compiled_in(only_run(tmp_path), "harness.smoke.test_smoke")
     at_1000 = compiled_in(default_run, "harness.smoke.test_smoke")
     assert at_1 > 2 * at_1000 > 0, (at_1, at_1000)
+
+
+def test_jit_runs_record_which_of_torchs_functions_they_compiled(main_job: Path):
+    """P0 under cinderx-jit: real functions of torch's subpackages, matched to the definitions the
+    census counted in the installed torch, in the run directory, the results database, the report
+    and `harness coverage`."""
+    run = next(path for path, r in find_runs(main_job) if r.configuration["name"] == "cinderx-jit")
+    coverage = json.loads((run / "coverage.json").read_text())
+    assert sum(coverage["defined"].values()) > 50_000 and coverage["defined"]["_dynamo"] > 5_000
+    compiled = {sub: len(keys) for sub, keys in coverage["compiled"].items()}
+    assert sum(compiled.values()) > 100 and compiled["nn"] > 0 and compiled["_dynamo"] > 0, compiled
+    assert all(key.startswith("torch.") for keys in coverage["compiled"].values() for key in keys)
+    report = json.loads((main_job / "reports" / "report.json").read_text())
+    assert report["coverage"]["total"]["compiled"] == sum(compiled.values())
+    printed = harness(sys.executable, "coverage", str(run), "--format", "json")
+    assert printed.returncode == 0 and json.loads(printed.stdout)["exercised"][:1], printed.stderr
+    stored = sqlite3.connect(main_job / "harness.db").execute("SELECT sum(compiled) FROM coverage").fetchone()
+    assert stored == (sum(compiled.values()),)
 
 
 @pytest.fixture(scope="module")
@@ -244,6 +263,8 @@ def test_workers_started_by_tests_run_under_the_jit_and_prove_it(tmp_path: Path)
     reports = [json.loads(path.read_text()) for path in RunDirectory(run).processes("test_workers_under_jit").glob("*.json")]
     assert {report["origin"] for report in reports} == {"exec", "fork"}
     assert all(report["jit"]["enabled"] and report["jit"]["threshold"] == 1000 for report in reports), reports
+    compiled = {path.stem for path in RunDirectory(run).compiled("test_workers_under_jit").glob("*.json")}
+    assert {str(report["pid"]) for report in reports if report["jit"]["compiled"]} <= compiled  # coverage, too
 
 
 def test_a_worker_that_escapes_the_jit_makes_the_comparison_invalid(stock_smoke: Path, tmp_path: Path):

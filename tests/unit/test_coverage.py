@@ -1,0 +1,260 @@
+"""JIT coverage: the census's counting rule, compiled functions matched to their definitions,
+attribution and merging, the results database, the reports and `harness coverage`."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import py_compile
+import sqlite3
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from harness.cli import main
+from harness.errors import HarnessError
+from harness.record.coverage import Coverage, Definitions, Row, attribute, function_key, merge, read, write
+from harness.record.ingest import ingest
+from harness.record.store import RunDirectory
+from harness.report import html, json_report, markdown
+from harness.report.model import CoverageSide, build
+from harness.run import census
+from tests.conftest import write_run
+from tests.unit.test_report_model import candidate
+
+pytestmark = pytest.mark.unit
+
+SOURCE = textwrap.dedent('''\
+    import functools
+
+    def plain(x):
+        return [y for y in x] + list(z for z in x)
+
+    @functools.lru_cache
+    def decorated(x: int) -> int:
+        return x
+
+    class Model:
+        scale = 2
+
+        def forward(self, x):
+            def inner(y):
+                return y
+            return inner(x)
+
+        @property
+        def size(self):
+            return 1
+
+        @size.setter
+        def size(self, value):
+            pass
+
+    square = lambda x: x * x
+    ''')
+
+
+def torch_tree(root: Path) -> Path:
+    """A package laid out like torch: a top-level module, a subpackage and a nested module."""
+    folder = root / "torch"
+    (folder / "fx" / "passes").mkdir(parents=True)
+    (folder / "__init__.py").write_text("def top():\n    pass\n")
+    (folder / "fx" / "__init__.py").write_text("")
+    (folder / "fx" / "graph.py").write_text(SOURCE)
+    (folder / "fx" / "passes" / "split.py").write_text("def split():\n    return lambda: 1\n")
+    return folder
+
+
+def test_the_census_counts_defs_and_lambdas_nested_included_and_not_the_compilers_own_scopes(tmp_path):
+    found = census.census(str(torch_tree(tmp_path)))
+    graph = found["modules"]["torch.fx.graph"]
+    assert graph["subpackage"] == "fx" and graph["file"] == "fx/graph.py"
+    names = sorted(qualname for _, qualname in graph["definitions"])
+    # class bodies, the module, generator expressions (and, on 3.14, __annotate__ functions) are no definitions;
+    # a property's getter and setter share a qualified name but not a first line: two definitions
+    assert names == ["<lambda>", "Model.forward", "Model.forward.<locals>.inner", "Model.size", "Model.size",
+                     "decorated", "plain"]
+    assert found["modules"]["torch"]["subpackage"] == "" and found["modules"]["torch.fx"]["definitions"] == []
+    assert found["modules"]["torch.fx.passes.split"]["subpackage"] == "fx"
+    assert [q for _, q in found["modules"]["torch.fx.passes.split"]["definitions"]] == ["split", "split.<locals>.<lambda>"]
+
+
+def test_the_census_reads_a_current_pyc_and_finds_the_same_definitions(tmp_path):
+    folder = torch_tree(tmp_path)
+    path = folder / "fx" / "graph.py"
+    from_source = sorted(census.definitions(census.module_code(str(path))))
+    py_compile.compile(str(path), doraise=True)
+    cached = census._cached_code(str(path), path.read_bytes())
+    assert cached is not None and sorted(census.definitions(cached)) == from_source
+    path.write_text(SOURCE + "\n# changed\n")  # a stale pyc is not used
+    assert census._cached_code(str(path), path.read_bytes()) is None
+
+
+def test_a_function_object_carries_the_key_of_the_definition_the_census_counted(tmp_path):
+    """What compiled.py reads from a compiled function (code file, first line, qualname) is what the
+    census read from the source: decorated functions, methods, closures and lambdas alike."""
+    path = torch_tree(tmp_path) / "fx" / "graph.py"
+    spec = importlib.util.spec_from_file_location("graph_under_test", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    instance = module.Model()
+    functions = [module.plain, module.decorated.__wrapped__, module.Model.forward, module.Model.size.fget,
+                 module.Model.size.fset, module.square, instance.forward.__func__]
+    keys = {(f.__code__.co_firstlineno, f.__code__.co_qualname) for f in functions}
+    assert keys <= set(census.definitions(census.module_code(str(path))))
+
+
+def test_a_process_writes_its_compiled_functions_by_source_file_and_made_code_by_module(tmp_path, monkeypatch):
+    import dataclasses
+
+    from harness.protocol import Env
+    from harness.run import compiled, jit
+
+    Point = dataclasses.make_dataclass("Point", ["x"])  # its __init__ is made by exec: no source file
+    monkeypatch.setattr(jit, "compiled_functions", lambda: [test_the_census_reads_a_current_pyc_and_finds_the_same_definitions,
+                                                          Point.__init__, len])
+    monkeypatch.setenv(Env.COMPILED, str(tmp_path))
+    compiled.write()
+    [written] = tmp_path.glob("*.json")
+    content = json.loads(written.read_text())
+    code = test_the_census_reads_a_current_pyc_and_finds_the_same_definitions.__code__
+    assert content["files"] == {code.co_filename: [[code.co_firstlineno, code.co_qualname]]}
+    assert content["generated"] == {Point.__init__.__module__: ["Point.__init__"]}  # its given name, not the maker's
+    torch = sys.modules.get("torch")
+    assert content["pid"] == int(written.stem) and content["torch"] == (torch and str(Path(torch.__file__).parent))
+
+
+def definitions_of(root: Path) -> Definitions:
+    return Definitions.from_census(census.census(str(root)))
+
+
+def test_attribution_matches_definitions_counts_each_function_once_and_keeps_the_rest_apart(tmp_path):
+    folder = torch_tree(tmp_path)
+    linked = tmp_path / "linked"
+    linked.symlink_to(folder)  # a process may see torch through another path: matched by real path
+    graph, split = str(folder / "fx" / "graph.py"), str(linked / "fx" / "passes" / "split.py")
+    first = {"torch": str(folder), "files": {graph: [[3, "plain"], [13, "Model.forward"], [99, "gone"]],
+                                              "/usr/lib/python3.14/os.py": [[1, "walk"]]},
+             "generated": {"torch.fx.graph": ["__create_fn__.<locals>.__init__"], "dataclasses": ["x"]}}
+    second = {"torch": str(linked), "files": {graph: [[3, "plain"]], split: [[1, "split"], ["bad"], [2, 3]]}}
+    coverage = attribute(definitions_of(folder), [first, second, {}], "2.14.1", "run-a")
+    assert coverage.compiled == {"fx": tuple(sorted([function_key("torch.fx.graph", "plain", 3),
+                                                     function_key("torch.fx.graph", "Model.forward", 13),
+                                                     function_key("torch.fx.passes.split", "split", 1)]))}
+    assert coverage.defined == {"": 1, "fx": 9}
+    rows = {row.name: (row.defined, row.compiled) for row in coverage.rows}
+    assert rows == {"fx": (9, 3), "(top-level modules)": (1, 0)} and coverage.exercised == ("fx",)
+    assert coverage.unattributed == ("torch.fx.graph:__create_fn__.<locals>.__init__", "torch.fx.graph:gone")
+    assert coverage.other == ("/usr/lib/python3.14/os.py:walk:1", "dataclasses:x")
+    assert (coverage.total.defined, coverage.total.compiled, coverage.processes) == (10, 3, 3)
+
+
+def test_without_the_torch_folder_a_process_file_attributes_nothing_to_torch(tmp_path):
+    folder = torch_tree(tmp_path)
+    coverage = attribute(definitions_of(folder), [{"files": {str(folder / "__init__.py"): [[1, "top"]]}}], "2.14.1")
+    assert coverage.compiled == {} and len(coverage.other) == 1
+
+
+def coverage_of(*keys: str, torch: str = "2.14.1", run: str = "r") -> Coverage:
+    return Coverage(torch, {"fx": 4, "nn": 2}, {"fx": tuple(keys)}, ("torch.x:gen",), (), 1, (run,))
+
+
+def test_merging_runs_is_a_union_and_refuses_different_torch_versions():
+    merged = merge([coverage_of("torch.fx.a:f:1", "torch.fx.a:g:2", run="p0"),
+                    coverage_of("torch.fx.a:g:2", "torch.fx.b:h:3", run="p1")])
+    assert merged.compiled == {"fx": ("torch.fx.a:f:1", "torch.fx.a:g:2", "torch.fx.b:h:3")}
+    assert merged.runs == ("p0", "p1") and merged.unattributed == ("torch.x:gen",) and merged.processes == 2
+    assert [(row.name, row.compiled, row.share) for row in merged.rows] == [("fx", 3, 0.75), ("nn", 0, 0.0)]
+    assert Row("_awaits", 0, 0).share is None  # a subpackage of imports only: no share, not 0%
+    with pytest.raises(HarnessError, match="different torch versions"):
+        merge([coverage_of(torch="2.13.0"), coverage_of()])
+
+
+def covered_run(results: Path, started: str, *keys: str) -> Path:
+    run = write_run(results, "cinderx-jit", {"test_a": "passed"}, started=started, threshold=1)
+    write(RunDirectory(run), coverage_of(*keys, run=run.name))
+    return run
+
+
+def test_the_results_database_stores_coverage_per_subpackage_and_every_function(tmp_path):
+    results = tmp_path / "results"
+    run = covered_run(results, "2026-11-01T00:00:00", "torch.fx.a:f:1", "torch.fx.a:g:2")
+    plain = write_run(results, "stock", {"test_a": "passed"}, started="2026-11-01T00:00:01")
+    database = results / "harness.db"
+    ingest(database, [run, plain])
+    connection = sqlite3.connect(database)
+    assert sorted(connection.execute("SELECT subpackage, defined, compiled FROM coverage").fetchall()) == [
+        ("fx", 4, 2), ("nn", 2, 0)]
+    assert connection.execute("SELECT count(*) FROM compiled_functions").fetchone() == (2,)
+    assert connection.execute("PRAGMA user_version").fetchone() == (2,)
+
+
+def test_a_database_of_the_first_schema_gains_the_coverage_tables(tmp_path):
+    from harness.record.database import MIGRATIONS, connect
+
+    path = tmp_path / "harness.db"
+    old = sqlite3.connect(path, isolation_level=None)
+    old.executescript(MIGRATIONS[0])
+    old.execute("PRAGMA application_id = 1213353555")
+    old.execute("PRAGMA user_version = 1")
+    old.close()
+    connect(path).close()
+    tables = {name for (name,) in sqlite3.connect(path).execute("SELECT name FROM sqlite_schema WHERE type = 'table'")}
+    assert {"coverage", "compiled_functions", "runs"} <= tables
+
+
+def test_the_reports_show_the_candidates_coverage(tmp_path):
+    comparison = candidate(1)
+    side = CoverageSide(comparison.candidate, coverage_of("torch.fx.a:f:1"))
+    report = build([comparison], coverage=[side])
+    text = markdown.render(report)
+    assert "## JIT coverage of torch 2.14.1: cinderx-jit (threshold 1)" in text
+    assert "| fx | 4 | 1 | 25.0% |" in text and "| **torch** | **6** | **1** | **16.7%** |" in text
+    document = json_report.to_json(report)
+    assert document["coverage"]["subpackages"][0] == {"subpackage": "fx", "defined": 4, "compiled": 1}
+    assert document["coverage"]["exercised"] == ["fx"]
+    assert "coverage" not in json_report.to_json(build([comparison]))
+    page = html.render(report)
+    assert 'id="coverage"' in page and page.count("<svg") == 1 and "25.0%" in page
+
+
+def test_the_coverage_command_merges_the_runs_given(tmp_path, capsys):
+    results = tmp_path / "results"
+    covered_run(results, "2026-11-01T00:00:00", "torch.fx.a:f:1")
+    covered_run(results, "2026-11-02T00:00:00", "torch.fx.a:f:1", "torch.fx.a:g:2")
+    plain = write_run(results, "stock", {"test_a": "passed"}, started="2026-11-03T00:00:00")
+    assert main(["coverage", str(results), "--format", "json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["total"] == {"defined": 6, "compiled": 2} and len(printed["runs"]) == 2
+    assert main(["coverage", str(results)]) == 0
+    out = capsys.readouterr().out
+    assert "cinderx-jit (threshold 1), tier p1" in out and "| fx | 4 | 2 | 50.0% |" in out
+    assert f"Left out, without JIT coverage: {plain}" in out
+    assert main(["coverage", str(plain)]) == 3
+    assert "no JIT coverage" in capsys.readouterr().err
+    assert read(plain) is None
+
+
+
+def test_a_finished_jit_run_gets_its_coverage_from_the_cached_census(tmp_path, monkeypatch):
+    from harness.protocol import Setting
+    from harness.run.coverage import census_path, record_coverage
+
+    monkeypatch.setenv(Setting.CACHE, str(tmp_path / "cache"))
+    folder = torch_tree(tmp_path)
+    run = RunDirectory(write_run(tmp_path / "results", "cinderx-jit", {"test_a": "passed"}, started="2026-11-01T00:00:00",
+                                 threshold=1))
+    compiled = run.compiled("test_mod")
+    compiled.mkdir(parents=True)
+    (compiled / "7.json").write_text(json.dumps({"torch": str(folder), "files": {str(folder / "__init__.py"): [[1, "top"]]}}))
+    (compiled / "8.json").write_text("{cut short")  # a process killed while writing: left out
+    path = census_path("2.14.1", "3.14.0")
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(census.census(str(folder))))
+    announced = record_coverage(run, run.read_record(), {})
+    assert announced.startswith("JIT coverage: 1 of torch 2.14.1's 10 functions compiled (10.0%)")
+    assert read(run.root).compiled == {"": ("torch:top:1",)} and read(run.root).processes == 1
+    plain = RunDirectory(write_run(tmp_path / "results", "stock", {"test_a": "passed"}, started="2026-11-01T00:00:01"))
+    assert record_coverage(plain, plain.read_record(), {}) is None
