@@ -14,6 +14,7 @@ Every unreadable file ends in one HarnessError naming the file.
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
@@ -33,6 +34,10 @@ _RESULT_ELEMENT = {Outcome.FAILED: Failure, Outcome.ERROR: Error, Outcome.CRASHE
                    Outcome.SKIPPED: Skipped, Outcome.XFAILED: Skipped}
 _ELEMENT_TYPE = {Outcome.XFAILED: "pytest.xfail"}  # any other outcome is its own type (crashed, timeout)
 
+# Characters XML 1.0 cannot hold, not even as references (C0 controls but tab, newline and carriage
+# return; lone surrogates; U+FFFE, U+FFFF). Test output carries them: torch.load's error message
+# has ANSI colour codes, and one such character made a whole file's report unwritable.
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 READ_CHUNK = 4 << 20  # bytes fed to the parser at once
 # Bytes of one tag still open (a name, an attribute): expat re-scans an open tag on every feed, so
 # a billion-character attribute would take minutes; no real report has a tag this long.
@@ -47,9 +52,9 @@ def build_suite(suite_name: str, results: Iterable[TestResult], properties: dict
                 replay: dict[str, str], case_properties: dict[str, str] | None = None) -> TestSuite:
     """One junitparser <testsuite>: each test with its outcome, node id, replay (from `replay`, else
     the result's own) and attempts as properties, plus `case_properties` on every test."""
-    suite = TestSuite(suite_name)
+    suite = TestSuite(xml_text(suite_name))
     for key, value in properties.items():
-        suite.add_property(key, value)
+        suite.add_property(key, xml_text(value))
     for result in results:  # append, not add_testcase: that recounts the whole suite per case (quadratic)
         suite.append(_case(result, replay.get(result.nodeid, result.replay), case_properties or {}))
     suite.update_statistics()
@@ -57,24 +62,29 @@ def build_suite(suite_name: str, results: Iterable[TestResult], properties: dict
 
 
 def _case(result: TestResult, replay: str, extra: dict[str, str]) -> TestCase:
-    case = TestCase(result.name, result.classname, round(result.duration, 6))
+    case = TestCase(xml_text(result.name), xml_text(result.classname), round(result.duration, 6))
     case_properties = Properties()
     case_properties.add_property(Property("outcome", result.outcome))
     for key, value in extra.items():
-        case_properties.add_property(Property(key, value))
+        case_properties.add_property(Property(key, xml_text(value)))
     if result.nodeid:
-        case_properties.add_property(Property("nodeid", result.nodeid))
+        case_properties.add_property(Property("nodeid", xml_text(result.nodeid)))
     if replay:
-        case_properties.add_property(Property("replay", replay))
+        case_properties.add_property(Property("replay", xml_text(replay)))
     for number, attempt in enumerate(result.attempts, 1):
-        case_properties.add_property(Property(f"attempt.{number}", attempt))
+        case_properties.add_property(Property(f"attempt.{number}", xml_text(attempt)))
     case.append(case_properties)
     element = _RESULT_ELEMENT.get(result.outcome)
     if element is not None:
-        outcome_element = element(result.message, _ELEMENT_TYPE.get(result.outcome, result.outcome))
-        outcome_element.text = result.text or None
+        outcome_element = element(xml_text(result.message), _ELEMENT_TYPE.get(result.outcome, result.outcome))
+        outcome_element.text = xml_text(result.text) or None
         case.result = [outcome_element]
     return case
+
+
+def xml_text(text: str) -> str:
+    """`text` with each character XML cannot hold written as its Python escape (ESC as `\\x1b`)."""
+    return _NOT_XML.sub(lambda found: repr(found.group())[1:-1], text) if text else text
 
 
 def write_suite(path: Path, suite_name: str, results: Iterable[TestResult],

@@ -231,3 +231,14 @@ def test_a_checkout_file_run_by_hand_as_a_script_with_the_plugin_with_and_withou
     assert done.returncode == 0 and "2 passed" in done.stdout, done.stdout[-2000:] + done.stderr[-2000:]
     reports = list((tmp_path / "test-reports").rglob("*.xml"))  # the conftest's --junit-xml-reruns wrote it
     assert len(reports) == (1 if ci else 0), reports
+
+
+def test_failure_text_with_characters_xml_cannot_hold_is_kept_escaped(tmp_path):
+    """A message with ESC, NUL or a lone surrogate once made a file's JUnit XML unwritable, and the run
+    ended as an internal error: every result is kept, those characters as their Python escapes."""
+    run = run_fixtures(tmp_path / "results", ("test_control_characters.py",), tests_dir=FIXTURES / "text")
+    record = run.read_record()
+    assert record.status == "complete" and record.files[0].counts == {"failed": 2, "passed": 1}
+    messages = {r.name: r.message for r in read_results(run.junit("test_control_characters"))}
+    assert "two options, \\x1b[1mdo those steps" in messages["test_message_with_ansi_codes"]
+    assert "b'\\x00\\x01' then \\ud800" in messages["test_message_with_nul_and_a_lone_surrogate"]
