@@ -208,7 +208,7 @@ class _Reader:
             if not name or name.isspace():
                 raise HarnessError(f"{self.path}:{self.parser.CurrentLineNumber}: <testcase> without a name: "
                                    "a test that cannot be named cannot be compared")
-            self.case = attributes
+            self.case, self.detail = attributes, None
         elif tag == "property":
             target = self.suites[-1].properties if self.case is None else self._detail().properties
             target[attributes.get("name", "")] = attributes.get("value", "")
