@@ -1,25 +1,33 @@
-"""Benchmark: the harness diff of two 500,000-test runs against a bare ElementTree iterparse of them.
+"""Benchmark: the harness diff of two 500,000-test sides against a bare ElementTree iterparse of them.
 
-    python benchmarks/diff_vs_iterparse.py [--files 500] [--cases 1000] [--style harness|pytest]
+    python benchmarks/diff_vs_iterparse.py [--files 500] [--cases 1000] [--style harness|pytest|pytorch]
                                            [--rounds 3] [--keep DIR]
 
-Generates two run directories of FILES x CASES tests (run.json and one JUnit XML per file; the
-candidate has a regression every 1,000 tests). `--style harness` writes the harness's own JUnit
-(outcome, node id and replay properties on every test, as the runner writes them); `--style
-pytest` writes what plain `pytest --junitxml` writes (no properties). Then, in rounds, each phase
-in a fresh process, in rotating order:
+Generates two sides of FILES x CASES tests (the candidate has a regression every 1,000 tests).
+`--style harness` writes run directories of the harness's own JUnit (outcome, node id and replay
+properties on every test, as the runner writes them); `--style pytest` run directories of what
+plain `pytest --junitxml` writes (no properties); `--style pytorch` two folders laid out as
+PyTorch's CI lays out its test reports (5 shard artifacts a side, one XML per test file, a tenth
+of the tests skipped, captured output on some, and in the candidate `<rerun>` attempts before a
+pass every 500 tests). Then, in rounds, each phase in a fresh process, in rotating order:
 - bare: `xml.etree.ElementTree.iterparse` over every file of both sides, doing nothing else;
 - diff: `load_side` of both sides + `compare` + the JSON report, with no results database: both
   sides are streamed into SQLite (the ingest the diff needs is included);
-- re-diff: the same, once both runs are in the results database (`db ingest`, timed once).
+- re-diff (run directories only): the same, once both runs are in the results database
+  (`db ingest`, timed once).
 Prints the median of each phase, the median of the per-round ratios diff/bare (target <= 1.2),
 the re-diff time (target < 3 s) and peak RSS (target <= 300 MiB; the diff's worker process,
-which streams one side, is reported beside the main one).
+which streams one side, is reported beside the main one), and checks the diff's outcomes
+(every category, count and module row of its JSON report) against the expectation committed
+below for the default size: the harness and pytest styles' digests were taken from the diff as it
+was before the fast reader, the pytorch style's (whose reruns the diff did not read before) from
+the fast reader itself.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import multiprocessing
 import os
@@ -51,6 +59,11 @@ PREFIX = (f"cd /work/pytorch/test && env -u CI {Env.JIT}=on {Env.THRESHOLD}=1000
           "/opt/python3.14/bin/python3.14 -bb -X faulthandler -m pytest -p harness.run.plugin")
 TEMPLATE_MODULE = "test_bench_template"
 SIDES = {"baseline": ("stock", None), "candidate": ("cinderx-jit", 1000)}
+SHARDS = 5  # report artifacts a side of the pytorch style is split into
+# sha256 of `outcomes()` for the default --files and --cases, per style (pytorch: 500 regressions, 1,000 flaky).
+EXPECTED = {"harness": "4c2173c00f2bb4b30e5cde723b7621bb579bc2d7f86bc041e98d7a119b66b0ed",
+            "pytest": "f6279e9e59f269935604d9545787ce2970057006d38b7c45e5d82c8de7d75844",
+            "pytorch": "2218f0cbc59a32d180622f529237128fbfb1cc1e9e0294a05eb9cc6d527cc321"}
 
 
 def template(path: Path, cases: int, regression_every: int | None, style: str) -> None:
@@ -83,7 +96,9 @@ def template(path: Path, cases: int, regression_every: int | None, style: str) -
 
 
 def generate(root: Path, files: int, cases: int, style: str) -> dict[str, Path]:
-    """Two run directories, each with its run record and one JUnit XML per file."""
+    """Two sides: run directories (run record and one JUnit XML per file), or PyTorch CI's folders."""
+    if style == "pytorch":
+        return {side: pytorch_side(root / side, files, cases, side == "candidate") for side in SIDES}
     runs = {}
     for number, (side, (config, threshold)) in enumerate(SIDES.items()):
         template(root / "template.xml", cases, None if side == "baseline" else 1000, style)
@@ -106,18 +121,72 @@ def generate(root: Path, files: int, cases: int, style: str) -> dict[str, Path]:
     return runs
 
 
+def pytorch_side(folder: Path, files: int, cases: int, candidate: bool) -> Path:
+    """One side as PyTorch's CI uploads it: per shard `test-reports-test-default-I-N-RUNNER_JOB/
+    test/test-reports/python-pytest/FILE/FILE-HEX.xml`, pytest's xunit2 with PyTorch's <rerun>."""
+    text = pytorch_template(cases, candidate)
+    for index in range(files):
+        shard = index * SHARDS // files + 1
+        module = f"test_bench_{index}"
+        report = (folder / f"test-reports-test-default-{shard}-{SHARDS}-linux.2xlarge_{int(candidate) * 1000 + shard}"
+                  / "test" / "test-reports" / "python-pytest" / module / f"{module}-{index:016x}.xml")
+        report.parent.mkdir(parents=True, exist_ok=True)
+        report.write_text(text.replace(TEMPLATE_MODULE, module), encoding="utf-8")
+    return folder
+
+
+def pytorch_template(cases: int, candidate: bool) -> str:
+    """One test file's report, written as pytest writes it (no junitparser: PyTorch's conftest adds
+    elements junitparser does not know)."""
+    lines = ['<?xml version="1.0" encoding="utf-8"?><testsuites name="pytest tests"><testsuite name="pytest" '
+             'errors="0" failures="0" skipped="0" tests="0" time="1.0" timestamp="2026-11-20T00:00:00" hostname="h">']
+    for i in range(cases):
+        inside = ""
+        if i % 10 == 3:
+            inside = (f'<skipped type="pytest.skip" message="not on CPU">test/{TEMPLATE_MODULE}.py:{i}: '
+                      'not on CPU</skipped>')
+        elif i % 50 == 0 or (candidate and i % 1000 == 7):
+            inside = ('<failure message="AssertionError: Tensor-likes are not close!">Mismatched elements: 1 / 4 '
+                      '(25.0%)</failure>')
+        elif candidate and i % 500 == 11:
+            inside = '<rerun message="RuntimeError: flaky">Traceback (most recent call last):</rerun>'
+        if i % 20 == 1:
+            inside += "<system-out>captured output of the test</system-out>"
+        lines.append(f'<testcase classname="{TEMPLATE_MODULE}.TestOpsCPU" name="test_op_{i}_cpu_float32" '
+                     f'time="0.010">{inside}</testcase>' if inside else
+                     f'<testcase classname="{TEMPLATE_MODULE}.TestOpsCPU" name="test_op_{i}_cpu_float32" time="0.010" />')
+    return "".join(lines) + "</testsuite></testsuites>"
+
+
+def xml_files(root: Path) -> list[Path]:
+    return sorted(root.rglob("*.xml"))
+
+
 def bare(root: Path) -> int:
     elements = 0
-    for path in sorted(root.glob("*/junit/*.xml")):
+    for path in xml_files(root):
         for _ in ElementTree.iterparse(path):
             elements += 1
     return elements
 
 
+def sides(root: Path) -> list[Path]:
+    runs = [next(root.glob(f"{SIDES[side][0]}-p1-*"), None) for side in SIDES]
+    return [root / side for side in SIDES] if None in runs else runs
+
+
+def report(root: Path) -> dict:
+    return to_json(build([compare(*(load_side(side) for side in sides(root)))]))
+
+
 def diff(root: Path) -> int:
-    baseline, candidate = (next(root.glob(f"{SIDES[side][0]}-p1-*")) for side in SIDES)
-    comparison = compare(load_side(baseline), load_side(candidate))
-    return len(json.dumps(to_json(build([comparison]))))
+    return len(json.dumps(report(root)))
+
+
+def outcomes(found: dict) -> str:
+    """A digest of everything the report says about outcomes (where the sides were generated aside)."""
+    return hashlib.sha256(json.dumps({**found, "candidate_runs": [Path(p).name for p in found["candidate_runs"]]},
+                                     sort_keys=True).encode()).hexdigest()
 
 
 def measure(phase: str, root: str, database: str, queue: multiprocessing.Queue) -> None:
@@ -147,7 +216,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", type=int, default=500)
     parser.add_argument("--cases", type=int, default=1000)
-    parser.add_argument("--style", choices=("harness", "pytest"), default="harness")
+    parser.add_argument("--style", choices=tuple(EXPECTED), default="harness")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--keep", type=Path, help="generate into this (empty) folder and keep it")
     args = parser.parse_args()
@@ -156,15 +225,24 @@ def main() -> None:
         root.mkdir(parents=True, exist_ok=True)
         began = time.perf_counter()
         runs = generate(root, args.files, args.cases, args.style)
-        size = sum(p.stat().st_size for p in root.glob("*/junit/*.xml")) / 2**20
+        size = sum(p.stat().st_size for p in xml_files(root)) / 2**20
         print(f"generated 2 x {args.files * args.cases:,} tests, {args.style} style ({size:,.0f} MiB of JUnit XML) "
               f"in {time.perf_counter() - began:.1f} s")
         database = root / "harness.db"
         absent = root / "absent" / "harness.db"  # no results database: the diff streams both sides
-        began = time.perf_counter()
-        ingest(database, runs.values())
-        ingested = time.perf_counter() - began
-        phases = {"bare": ("bare", absent), "diff": ("diff", absent), "re-diff": ("diff", database)}
+        os.environ[Setting.DATABASE] = str(absent)
+        digest = outcomes(report(root))
+        expected = EXPECTED[args.style] if (args.files, args.cases) == (500, 1000) else digest
+        if digest != expected:
+            sys.exit(f"the diff's outcomes differ from the expectation: {digest}, expected {expected}")
+        print(f"outcomes: as expected ({digest[:16]})", flush=True)
+        phases = {"bare": ("bare", absent), "diff": ("diff", absent)}
+        ingested = None
+        if args.style != "pytorch":  # run directories: the results database can hold them
+            began = time.perf_counter()
+            ingest(database, runs.values())
+            ingested = time.perf_counter() - began
+            phases["re-diff"] = ("diff", database)
         seen: dict[str, list[tuple[float, float, float, int, float]]] = {name: [] for name in phases}
         for number in range(args.rounds):
             names = list(phases)[number % len(phases):] + list(phases)[:number % len(phases)]
@@ -181,9 +259,10 @@ def main() -> None:
           f"peak RSS {peak['bare'][0]:5.0f} MiB ({seen['bare'][0][3]:,} elements)")
     print(f"diff + JSON report (streams): {median['diff']:7.2f} s  CPU {cpu['diff']:6.2f} s  "
           f"peak RSS {peak['diff'][0]:5.0f} MiB (worker {peak['diff'][1]:.0f} MiB; {seen['diff'][0][3]:,} bytes of JSON)")
-    print(f"db ingest of both runs:       {ingested:7.2f} s  (once)")
-    print(f"re-diff of the ingested runs: {median['re-diff']:7.2f} s  CPU {cpu['re-diff']:6.2f} s  "
-          f"peak RSS {peak['re-diff'][0]:5.0f} MiB (target < 3 s)")
+    if ingested is not None:
+        print(f"db ingest of both runs:       {ingested:7.2f} s  (once)")
+        print(f"re-diff of the ingested runs: {median['re-diff']:7.2f} s  CPU {cpu['re-diff']:6.2f} s  "
+              f"peak RSS {peak['re-diff'][0]:5.0f} MiB (target < 3 s)")
     print(f"ratio diff / bare iterparse:  {statistics.median(ratios):.2f} elapsed (median of {len(ratios)} rounds: "
           f"{', '.join(f'{r:.2f}' for r in ratios)}; target <= 1.2), "
           f"{statistics.median(cpu_ratios):.2f} in CPU time (the diff reads both sides at once, in two processes)")

@@ -144,6 +144,7 @@ def compare(baseline: Side, candidate: Side, allow: Allowances = Allowances()) -
         before, after = sides.interesting()
         prefixes = _replay_prefixes(sides, crashed_files)
         counts = sides.counts(sides.before), sides.counts(sides.after)
+        repeated = _repeated_notes(sides.streamed)
     regressions: list[Regression] = []
     flaky: list[Flaky] = []
     for key, old in before.items():
@@ -169,7 +170,7 @@ def compare(baseline: Side, candidate: Side, allow: Allowances = Allowances()) -
         baseline=baseline.label,
         candidate=candidate.label,
         problems=tuple(validity.problems(baseline, candidate, allow)),
-        notes=tuple(_notes(baseline, candidate) + validity.allowance_notes(baseline, candidate, allow)),
+        notes=tuple(_notes(baseline, candidate) + repeated + validity.allowance_notes(baseline, candidate, allow)),
         regressions=tuple(sorted(regressions, key=lambda r: r.test)),
         fixes=tuple(sorted(k for k, new in after.items()
                            if new.outcome == Outcome.PASSED and k in before and before[k].outcome in BAD_OUTCOMES)),
@@ -258,6 +259,14 @@ def _notes(baseline: Side, candidate: Side) -> list[str]:
             notes.append(f"{role}: {len(side.record.absent)} files the tier names are absent from its tests "
                          f"directory: {', '.join(side.record.absent)}")
     return notes
+
+
+def _repeated_notes(streamed: dict[str, pairs.Streamed]) -> list[str]:
+    """Tests that a side reports more than once: said, so a folded report is never silent."""
+    return [f"{role}: tests reported more than once (in different suites or files): {found.repeated}; each is "
+            f"judged on its best report, the others are its attempts (a failure and a pass make it flaky): "
+            f"{', '.join(found.repeated_named)}{', ...' if found.repeated > len(found.repeated_named) else ''}"
+            for role, found in sorted(streamed.items()) if found.repeated]  # baseline first
 
 
 def _crashed_modules(side: Side) -> dict[str, str]:

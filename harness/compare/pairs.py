@@ -27,7 +27,7 @@ from harness.record.ingest import stored_run
 from harness.record.model import StoredResult, TestResult
 from harness.compare.sides import Side
 from harness.record.junit import JUnitFiles
-from harness.record.stream import COLUMNS, stored, stream
+from harness.record.stream import COLUMNS, Streamed, stored, stream
 
 PARALLEL_BYTES = 32 << 20  # XML worth a process of its own: starting one costs a fraction of a second
 SCRATCH_RUN = 0  # the run number of a side streamed into a scratch database
@@ -46,8 +46,10 @@ class Source:
 class Pairs:
     """The two sides, attached to one connection: `b` is the baseline's schema, `c` the candidate's."""
 
-    def __init__(self, connection: sqlite3.Connection, before: Source, after: Source) -> None:
+    def __init__(self, connection: sqlite3.Connection, before: Source, after: Source,
+                 streamed: dict[str, Streamed]) -> None:
         self.connection, self.before, self.after = connection, before, after
+        self.streamed = streamed  # by role (baseline, candidate): what streaming a side wrote, if it was streamed
         self.schemas = {before.path: "b", after.path: "c" if after.path != before.path else "b"}
 
     def counts(self, source: Source) -> dict[str, dict[str, int]]:
@@ -116,10 +118,10 @@ class Pairs:
 def opened(baseline: Side, candidate: Side) -> Iterator[Pairs]:
     """Both sides, read from the results database or streamed into scratch databases."""
     with tempfile.TemporaryDirectory(prefix="harness-diff-") as folder:
-        before, after = _sources(baseline, candidate, Path(folder))
+        before, after, streamed = _sources(baseline, candidate, Path(folder))
         connection = sqlite3.connect(":memory:", uri=True, isolation_level=None)
         try:
-            pairs = Pairs(connection, before, after)
+            pairs = Pairs(connection, before, after, streamed)
             for path, schema in pairs.schemas.items():
                 with reported(path):
                     connection.execute(f"ATTACH DATABASE ? AS {schema}", (read_only_uri(path),))
@@ -130,7 +132,7 @@ def opened(baseline: Side, candidate: Side) -> Iterator[Pairs]:
             connection.close()
 
 
-def _sources(baseline: Side, candidate: Side, folder: Path) -> tuple[Source, Source]:
+def _sources(baseline: Side, candidate: Side, folder: Path) -> tuple[Source, Source, dict[str, Streamed]]:
     """Each side's rows: stored, or streamed into `folder` (a large XML side in a second process
     while this one streams the other)."""
     found: dict[str, Source] = {}
@@ -142,6 +144,7 @@ def _sources(baseline: Side, candidate: Side, folder: Path) -> tuple[Source, Sou
         else:
             found[role] = Source(folder / f"{role}.db", SCRATCH_RUN)
             pending[role] = side.results
+    streamed: dict[str, Streamed] = {}
     apart = [role for role, results in pending.items()
              if isinstance(results, JUnitFiles) and results.size >= PARALLEL_BYTES]
     if len(pending) == 2 and apart and threading.active_count() == 1:
@@ -150,15 +153,15 @@ def _sources(baseline: Side, candidate: Side, folder: Path) -> tuple[Source, Sou
         with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("fork")) as pool:
             elsewhere = pool.submit(write_scratch, found[apart[0]].path, pending.pop(apart[0]))
             for role, results in pending.items():
-                write_scratch(found[role].path, results)
-            elsewhere.result()
+                streamed[role] = write_scratch(found[role].path, results)
+            streamed[apart[0]] = elsewhere.result()
     else:
         for role, results in pending.items():
-            write_scratch(found[role].path, results)
-    return found["baseline"], found["candidate"]
+            streamed[role] = write_scratch(found[role].path, results)
+    return found["baseline"], found["candidate"], streamed
 
 
-def write_scratch(path: Path, results: Iterable[TestResult]) -> None:
+def write_scratch(path: Path, results: Iterable[TestResult]) -> Streamed:
     """One side, streamed into a new scratch database (in this process or a worker)."""
     with opened_database(path, scratch=True) as connection:
-        stream(connection, SCRATCH_RUN, results)
+        return stream(connection, SCRATCH_RUN, results)

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from harness.errors import HarnessError
+from harness.record import ci_reports
 from harness.record.junit import JUnitFiles
 from harness.record.model import RunRecord, Shard, TestResult, side_label
 from harness.record.store import RUN_RECORD, RunDirectory, find_runs
@@ -32,7 +33,7 @@ class Side:
     @property
     def label(self) -> str:
         if self.record is None:
-            return self.path.name
+            return ci_reports.describe(self.path) or self.path.name
         label = side_label(str(self.record.configuration.get("name", "?")), self.record.threshold)
         return f"{label} [{len(self.parts)} shards]" if len(self.parts) > 1 else label
 
@@ -48,16 +49,16 @@ def load_side(path: Path) -> Side:
     runs = sorted(record.parent for record in path.glob(f"*/{RUN_RECORD}"))
     if runs:
         return load_runs(runs, path)
-    xml_files = sorted(path.rglob("*.xml"))
-    if not xml_files:
+    xml_files = JUnitFiles.of(sorted(path.rglob("*.xml")))
+    if not xml_files.paths:
         raise HarnessError(f"{path}: no JUnit XML files and no {RUN_RECORD}")
-    return Side(path, JUnitFiles(tuple(xml_files)), None)
+    return Side(path, xml_files, None)
 
 
 def load_runs(paths: list[Path], path: Path | None = None) -> Side:
     """Run directories that together make one side (the shards of one run), merged."""
     parts = tuple((run, RunDirectory(run).read_record()) for run in paths)
-    results = JUnitFiles(tuple(xml for run, _ in parts for xml in RunDirectory(run).junit_files()))
+    results = JUnitFiles.of(xml for run, _ in parts for xml in RunDirectory(run).junit_files())
     return Side(path or paths[0], results, merge_records([record for _, record in parts]), parts)
 
 

@@ -161,7 +161,7 @@ def _ingest_one(connection: sqlite3.Connection, target: Path, run_dir: Path) -> 
 def _write_run(path: Path, run_dir: Path, record: RunRecord, current: str) -> None:
     """One run, complete, as run 1 of a scratch database."""
     with opened(path, scratch=True) as connection:
-        tests = stream(connection, 1, JUnitFiles(RunDirectory(run_dir).junit_files()))
+        tests = stream(connection, 1, JUnitFiles.of(RunDirectory(run_dir).junit_files())).tests
         with writing(connection):
             connection.execute(_insert("runs", ("id", *_RUN_COLUMNS)), (1, *_run_row(record, run_dir, current, tests)))
             connection.executemany(_insert("files", ("run", *_FILE_COLUMNS)), [

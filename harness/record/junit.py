@@ -17,8 +17,7 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field, replace
-from functools import lru_cache
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 from pyexpat import ExpatError, ParserCreate
@@ -28,7 +27,7 @@ from junitparser import Error, Failure, JUnitXml, Properties, Property, Skipped,
 
 from harness.errors import HarnessError
 from harness.protocol import Outcome
-from harness.record.model import StoredResult, TestResult
+from harness.record.model import Fields, StoredResult, TestResult
 
 _RESULT_ELEMENT = {Outcome.FAILED: Failure, Outcome.ERROR: Error, Outcome.CRASHED: Error, Outcome.TIMEOUT: Error,
                    Outcome.SKIPPED: Skipped, Outcome.XFAILED: Skipped}
@@ -42,9 +41,10 @@ READ_CHUNK = 4 << 20  # bytes fed to the parser at once
 # Bytes of one tag still open (a name, an attribute): expat re-scans an open tag on every feed, so
 # a billion-character attribute would take minutes; no real report has a tag this long.
 MAX_TOKEN = 16 << 20
-# Surefire-style elements for earlier attempts of a rerun test, and the outcome each stands for.
+# Elements for earlier attempts of a rerun test, and the outcome each stands for: Surefire's, and the
+# <rerun> that PyTorch's test/conftest.py writes for each failed attempt pytest-rerunfailures retried.
 _ATTEMPT_ELEMENTS = {"rerunFailure": Outcome.FAILED, "flakyFailure": Outcome.FAILED, "rerunError": Outcome.ERROR,
-                     "flakyError": Outcome.ERROR}
+                     "flakyError": Outcome.ERROR, "rerun": Outcome.FAILED}
 RERUN_ATTEMPT = "failed: rerun (pytest's JUnit XML keeps no details of earlier attempts)"
 
 
@@ -122,6 +122,13 @@ def read_results(path: Path) -> list[TestResult]:
 def iter_results(path: Path) -> Iterator[TestResult]:
     """The results of `read_results`, a <testsuite> at a time: memory holds one suite, never the
     whole file (pytest's own --junitxml writes one suite per session)."""
+    for batch in iter_fields(path):
+        for fields in batch:
+            yield TestResult(*fields)
+
+
+def iter_fields(path: Path) -> Iterator[list[Fields]]:
+    """The tests of `read_results` as Fields, in batches (the suites settled after each chunk read)."""
     reader = _Reader(path)
     try:
         with open(path, "rb") as handle:
@@ -131,33 +138,42 @@ def iter_results(path: Path) -> Iterator[TestResult]:
         raise HarnessError(f"{path}: not readable as JUnit XML: {type(error).__name__}: {reason}") from None
 
 
-@dataclass
 class _Case:
-    """A <testcase> as read so far."""
+    """What a <testcase> holds beyond its own element: made only for a case that has some (a pass in
+    pytest's JUnit stays a bare attribute dict)."""
 
-    attributes: dict[str, str]
-    properties: dict[str, str] = field(default_factory=dict)
-    outcome: tuple[str, dict[str, str]] | None = None  # the first failure/error/skipped element
-    text: list[str] = field(default_factory=list)
-    attempts: list[str] = field(default_factory=list)
+    __slots__ = ("attributes", "properties", "outcome", "text", "attempts")
+
+    def __init__(self, attributes: dict[str, str]) -> None:
+        self.attributes = attributes
+        self.properties: dict[str, str] = {}
+        self.outcome: tuple[str, dict[str, str]] | None = None  # the first failure/error/skipped element
+        self.text: list[str] = []
+        self.attempts: list[str] = []
 
 
 @dataclass
 class _Suite:
     properties: dict[str, str] = field(default_factory=dict)
-    cases: list[_Case] = field(default_factory=list)
+    cases: list[_Case | dict[str, str]] = field(default_factory=list)  # a bare case is its attributes
 
 
 class _Reader:
     """pyexpat with the guards defusedxml puts on its parsers (no entity declarations, no external
-    references) and handlers that keep only what a TestResult needs: a third of the cost of
-    ElementTree's pure-Python parser, which defusedxml's iterparse uses."""
+    references) and handlers that keep only what a result needs: a third of the cost of
+    ElementTree's pure-Python parser, which defusedxml's iterparse uses. The handlers run once per
+    element of every file of a side (a million times for a side of PyTorch's size): they test the
+    commonest elements first and allocate nothing for a bare <testcase>."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.results: list[TestResult] = []
+        self.settled: list[Fields] = []
         self.suites: list[_Suite] = [_Suite()]  # the outermost one holds cases outside any <testsuite>
-        self.case: _Case | None = None
+        self.cases = self.suites[-1].cases  # the innermost suite's (a case's end puts it there)
+        self.case: dict[str, str] | None = None  # the attributes of the open <testcase>
+        self.detail: _Case | None = None  # and what it holds, once it holds something
+        self.file_modules: dict[str, str] = {}  # a case's file attribute -> its module
+        self.class_modules: dict[str, str] = {}  # a case's classname (no file attribute) -> its module
         self.parser = ParserCreate()
         self.parser.buffer_text = True
         self.parser.buffer_size = 1 << 16
@@ -167,8 +183,8 @@ class _Reader:
         self.parser.UnparsedEntityDeclHandler = self._entity
         self.parser.ExternalEntityRefHandler = self._external
 
-    def read(self, handle: BinaryIO) -> Iterator[TestResult]:
-        """The results of every suite settled so far, after each chunk."""
+    def read(self, handle: BinaryIO) -> Iterator[list[Fields]]:
+        """The tests of every suite settled so far, after each chunk."""
         try:
             position = 0
             while chunk := handle.read(READ_CHUNK):
@@ -177,15 +193,17 @@ class _Reader:
                                        f"{MAX_TOKEN >> 20} MiB (a corrupt or hostile file)")
                 self.parser.Parse(chunk, False)
                 position += len(chunk)
-                yield from self._settled()
+                if self.settled:
+                    yield self._taken()
             self.parser.Parse(b"", True)
         finally:
             del self.parser  # its handlers point back here: without this, a cycle keeps expat's buffers
         self._settle(self.suites.pop())
-        yield from self._settled()
+        if self.settled:
+            yield self._taken()
 
-    def _settled(self) -> list[TestResult]:
-        settled, self.results = self.results, []
+    def _taken(self) -> list[Fields]:
+        settled, self.settled = self.settled, []
         return settled
 
     def _root(self, tag: str, attributes: dict[str, str]) -> None:
@@ -195,33 +213,44 @@ class _Reader:
         self._start(tag, attributes)
 
     def _start(self, tag: str, attributes: dict[str, str]) -> None:
-        case = self.case
-        if tag == "property":
-            target = case.properties if case is not None else self.suites[-1].properties
-            target[attributes.get("name", "")] = attributes.get("value", "")
-        elif tag == "testcase":
-            if not attributes.get("name", "").strip():
+        if tag == "testcase":
+            name = attributes.get("name")
+            if not name or name.isspace():
                 raise HarnessError(f"{self.path}:{self.parser.CurrentLineNumber}: <testcase> without a name: "
                                    "a test that cannot be named cannot be compared")
-            self.case = _Case(attributes)
+            self.case, self.detail = attributes, None
+        elif tag == "property":
+            target = self.suites[-1].properties if self.case is None else self._detail().properties
+            target[attributes.get("name", "")] = attributes.get("value", "")
         elif tag == "testsuite":
             self.suites.append(_Suite())
-        elif case is None:
+            self.cases = self.suites[-1].cases
+        elif self.case is None:
             return
-        elif tag in _OUTCOME_ELEMENTS and case.outcome is None:
-            case.outcome = (tag, attributes)
-            self.parser.CharacterDataHandler = case.text.append  # only an outcome's text is kept
+        elif tag in _OUTCOME_ELEMENTS:
+            detail = self._detail()
+            if detail.outcome is None:
+                detail.outcome = (tag, attributes)
+                self.parser.CharacterDataHandler = detail.text.append  # only an outcome's text is kept
         elif tag in _ATTEMPT_ELEMENTS:
-            case.attempts.append(f"{_ATTEMPT_ELEMENTS[tag]}: {attributes.get('message', '')}".rstrip(": "))
+            self._detail().attempts.append(f"{_ATTEMPT_ELEMENTS[tag]}: {attributes.get('message', '')}".rstrip(": "))
+
+    def _detail(self) -> _Case:
+        """The open <testcase>'s _Case (called only inside one), made when it first holds something."""
+        if self.detail is None:
+            self.detail = _Case(self.case or {})
+        return self.detail
 
     def _end(self, tag: str) -> None:
-        if tag == "property":
+        if tag == "testcase":
+            if self.case is not None:
+                self.cases.append(self.case if self.detail is None else self.detail)
+                self.case = self.detail = None
+        elif tag == "property":
             return
-        if tag == "testcase" and self.case is not None:
-            self.suites[-1].cases.append(self.case)
-            self.case = None
         elif tag == "testsuite":
             self._settle(self.suites.pop())
+            self.cases = self.suites[-1].cases
         elif tag in _OUTCOME_ELEMENTS:
             self.parser.CharacterDataHandler = None
 
@@ -232,43 +261,63 @@ class _Reader:
         raise ExternalReferenceForbidden(context, base, system_id, public_id)
 
     def _settle(self, suite: _Suite) -> None:
-        """A suite's cases become results once its properties (file, replay_prefix) are known;
+        """A suite's cases become Fields once its properties (file, replay_prefix) are known;
         a test written twice in one suite is a rerun: the last attempt decides."""
-        found: dict[tuple[str, str], TestResult] = {}
-        file = suite.properties.get("file")
-        module = _module(file, "", self.path) if file else None
+        found: dict[tuple[str, str], Fields] = {}
+        properties = suite.properties
+        file = properties.get("file")
+        suite_module = _module(file, "", self.path) if file else None
         for case in suite.cases:
-            result = _result(case, suite.properties, module, self.path)
-            key = (result.classname, result.name)
-            earlier = found.pop(key, None)
+            bare = isinstance(case, dict)
+            attributes = case if bare else case.attributes
+            classname = attributes.get("classname", "")
+            name = attributes["name"]
+            module = suite_module or self._module(attributes.get("file"), classname)
+            if bare:
+                fields: Fields = (classname, name, _PASSED, module, _seconds(attributes.get("time")), "", "", "", "", ())
+            else:
+                fields = _fields(case, classname, module, properties)
+            key = (classname, name)
+            earlier = found.get(key)
             if earlier is not None:
-                result = replace(result, attempts=(*earlier.attempts, _rerun_attempt_text(earlier), *result.attempts))
-            found[key] = result
-        self.results.extend(found.values())
+                del found[key]  # a rerun takes the place of its last attempt
+                fields = _rerun(earlier, fields)
+            found[key] = fields
+        self.settled.extend(found.values())
+
+    def _module(self, file: str | None, classname: str) -> str:
+        """`_module`, asked once per file or class (each names many tests)."""
+        known = self.file_modules if file else self.class_modules
+        name = file or classname
+        module = known.get(name)
+        if module is None:
+            module = known[name] = _module(file or "", classname, self.path)
+        return module
 
 
 _OUTCOME_ELEMENTS = frozenset({"failure", "error", "skipped"})
+_PASSED = Outcome.PASSED.value  # a plain str: SQLite binds it without looking for an adapter
 
 
-def _result(case: _Case, suite_props: dict[str, str], module: str | None, path: Path) -> TestResult:
-    attributes, props = case.attributes, case.properties
-    classname = attributes.get("classname", "")
+def _fields(case: _Case, classname: str, module: str, suite_props: dict[str, str]) -> Fields:
+    """The Fields of a case that holds more than its own element: properties, an outcome, attempts."""
+    props = case.properties
     tag, outcome_attributes = case.outcome or ("", {})
     recorded = [props[key] for key in sorted((k for k in props if k.startswith("attempt.")), key=_attempt_number)
                 ] if "attempt.1" in props else []
     nodeid = props.get("nodeid", "")
-    return TestResult(
-        classname=classname,
-        name=attributes.get("name", ""),
-        outcome=props.get("outcome") or _outcome(tag, outcome_attributes.get("type") or ""),
-        module=module or _module(attributes.get("file", ""), classname, path),
-        duration=_seconds(attributes.get("time")),
-        message=outcome_attributes.get("message", ""),
-        text="".join(case.text),
-        nodeid=nodeid,
-        replay=props.get("replay") or _suite_replay(suite_props, nodeid),
-        attempts=(*recorded, *case.attempts),
-    )
+    return (classname, case.attributes["name"],
+            props.get("outcome") or _outcome(tag, outcome_attributes.get("type") or ""),
+            module, _seconds(case.attributes.get("time")), outcome_attributes.get("message", ""),
+            "".join(case.text), nodeid, props.get("replay") or _suite_replay(suite_props, nodeid),
+            (*recorded, *case.attempts))
+
+
+def _rerun(earlier: Fields, later: Fields) -> Fields:
+    """A test written again in the same suite: the later attempt, with the earlier one first among
+    its attempts."""
+    _, _, outcome, _, _, message, _, _, _, attempts = earlier
+    return (*later[:-1], (*attempts, _rerun_attempt_text(outcome, message), *later[-1]))
 
 
 def _attempt_number(key: str) -> int:
@@ -291,7 +340,6 @@ def replay_prefix(replay: str, nodeid: str) -> str:
     return replay[: -len(suffix)] if nodeid and replay.endswith(suffix) else ""
 
 
-@lru_cache(maxsize=4096)  # one test class holds many tests: the same answer is asked for again and again
 def _module(file: str, classname: str, path: Path) -> str:
     """The test's module: from its file when the report names it, else from the dotted classname
     (the components before the first capitalised one, a class), else the report's file name."""
@@ -326,12 +374,16 @@ def _outcome(tag: str, kind: str) -> str:
 
 def attempt_text(result: TestResult | StoredResult) -> str:
     """How an earlier attempt is kept in a test's history: `outcome: first line of the message`."""
-    return f"{result.outcome}: {result.message}".rstrip(": ")
+    return _attempt(result.outcome, result.message)
 
 
-def _rerun_attempt_text(result: TestResult) -> str:
+def _attempt(outcome: str, message: str) -> str:
+    return f"{outcome}: {message}".rstrip(": ")
+
+
+def _rerun_attempt_text(outcome: str, message: str) -> str:
     """An earlier <testcase> of a rerun; pytest writes those without their failure."""
-    return RERUN_ATTEMPT if result.outcome == Outcome.PASSED and not result.message else attempt_text(result)
+    return RERUN_ATTEMPT if outcome == Outcome.PASSED and not message else _attempt(outcome, message)
 
 
 @dataclass(frozen=True)
@@ -341,9 +393,31 @@ class JUnitFiles:
 
     paths: tuple[Path, ...]
 
+    @classmethod
+    def of(cls, paths: Iterable[Path]) -> JUnitFiles:
+        """The files among `paths`, in their order; a folder whose name ends in .xml is passed over. A
+        path that is no file to read (a symbolic link to nothing, dangling or in a loop; a pipe,
+        which would block the reader) is one line naming it: a side read without it could hide its
+        failures."""
+        found = []
+        for path in paths:
+            if path.is_file():
+                found.append(path)
+            elif path.is_symlink() and not path.exists():
+                raise HarnessError(f"{path}: not readable as JUnit XML: a symbolic link that leads to no file "
+                                   "(dangling, or a loop)")
+            elif not path.is_dir():
+                raise HarnessError(f"{path}: not readable as JUnit XML: not a regular file")
+        return cls(tuple(found))
+
     def __iter__(self) -> Iterator[TestResult]:
         for path in self.paths:
             yield from iter_results(path)
+
+    def batches(self) -> Iterator[list[Fields]]:
+        """Every file's tests as Fields, a batch at a time (what the stream into SQLite reads)."""
+        for path in self.paths:
+            yield from iter_fields(path)
 
     @property
     def size(self) -> int:

@@ -43,6 +43,18 @@ class TestResult:
         return f"{self.classname}::{self.name}"
 
 
+# One test's TestResult fields, in order, as a plain tuple (TestResult(*fields) makes one): what the JUnit
+# reader hands the stream into SQLite, which takes them straight to rows; a frozen dataclass per test
+# costs more than parsing the test's XML.
+Fields = tuple[str, str, str, str, float, str, str, str, str, tuple[str, ...]]
+
+
+def fields_of(result: TestResult) -> Fields:
+    """A TestResult as Fields."""
+    return (result.classname, result.name, result.outcome, result.module, result.duration, result.message,
+            result.text, result.nodeid, result.replay, result.attempts)
+
+
 @dataclass(frozen=True)
 class StoredResult:
     """One test's result as a results table holds it (harness/record/stream.py): under its identity
