@@ -88,6 +88,7 @@ def judge(regression: Regression, earlier: Sequence[str], count: int, rerunner: 
     baseline = replay_prefix(regression.baseline_replay, target)
     if not (candidate and baseline):
         return Verdict(None, "not confirmed: no replay command recorded on both sides (plain JUnit XML)")
+    rerunner.prepare([candidate, baseline], target)
     alone = _outcomes(rerunner, candidate, [target], target, count)
     before = _outcomes(rerunner, baseline, [target], target, count)
     if replay.NOT_RUN in alone or replay.NOT_RUN in before:

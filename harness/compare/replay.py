@@ -117,8 +117,7 @@ class Rerunner:
         if settings and not self.settable:
             raise ValueError("CinderX settings need a settable Rerunner")
         key = (prefix, target.split("::", 1)[0])
-        if self.restart == "warm" and key not in self._hosts:
-            self._hosts[key] = self._start_host(*key, len(self._hosts))
+        self.prepare([prefix], target)
         host = self._hosts.get(key)
         if host is None:
             self.fresh_reruns += 1
@@ -133,6 +132,17 @@ class Rerunner:
             self._hosts[key] = None
             self.cold[key[1]] = f"its rerun host died (exit status {host.process.returncode}) during a rerun"
         return found
+
+    def prepare(self, prefixes: Sequence[str], target: str) -> None:
+        """Start the rerun hosts of `target`'s file under each prefix at once, so that their imports and
+        collections overlap (a confirmation needs both configurations' hosts of a file)."""
+        if self.restart != "warm":
+            return
+        file = target.split("::", 1)[0]
+        wanted = [(prefix, file) for prefix in dict.fromkeys(prefixes) if (prefix, file) not in self._hosts]
+        launched = [(key, self._launch(*key, len(self._hosts) + number)) for number, key in enumerate(wanted)]
+        for key, host in launched:
+            self._hosts[key] = self._ready(host, key[1])
 
     def summary(self) -> str:
         """Where the reruns ran, and for each file whose reruns were fresh processes, why."""
@@ -153,8 +163,8 @@ class Rerunner:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _start_host(self, prefix: str, file: str, number: int) -> _Host | None:
-        """A host collected and ready to fork, or None when it cannot be one (then: fresh reruns)."""
+    def _launch(self, prefix: str, file: str, number: int) -> _Host:
+        """A rerun host started: it imports torch and collects `file`, then waits for its commands."""
         select, events = self.folder / f"{number}.select", self.folder / f"{number}.jsonl"
         settings = self.folder / f"{number}.settings"
         select.write_text("")
@@ -165,7 +175,11 @@ class Rerunner:
             process = _start(command(prefix, [file]), env, pass_fds=(read,))
         finally:
             os.close(read)
-        host = _Host(process, write, select, EventStream(events), settings)
+        return _Host(process, write, select, EventStream(events), settings)
+
+    def _ready(self, host: _Host, file: str) -> _Host | None:
+        """The host once collected and ready to fork, or None when it cannot be one (then: fresh reruns)."""
+        process = host.process
         deadline = time.monotonic() + HOST_START_SECONDS
         why = f"its rerun host did not collect the file within {HOST_START_SECONDS} s"
         while time.monotonic() < deadline:
