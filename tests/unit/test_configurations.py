@@ -96,7 +96,19 @@ def test_tiers_are_data_and_discover_files_with_excludes(tmp_path):
 def test_pytorch_tiers_without_bundled_suites_need_a_tests_directory(monkeypatch):
     monkeypatch.delenv("HARNESS_TESTS_DIR", raising=False)
     with pytest.raises(HarnessError, match="pass --tests-dir"):
-        get_tier("p3").located(None)
+        get_tier("gpu").located(None)
+
+
+def test_p3_runs_torch_compile_over_the_databases_without_a_checkout(monkeypatch):
+    monkeypatch.delenv("HARNESS_TESTS_DIR", raising=False)
+    tier, tests_dir = get_tier("p3").located(None)
+    assert tier.source == "torch" and tests_dir == HARNESS_ROOT and tier.entry == "pytest"
+    assert tier.files == ("harness/torch_suites/p3/test_*.py", "harness/interop/test_*.py")
+    assert tier.env["TORCHINDUCTOR_COMPILE_THREADS"] == "1" and tier.env["OMP_NUM_THREADS"] == "1"
+    assert len(tier.discover(tests_dir)) == 8  # six database modules and the interop matrix's two
+    stage, stage_dir = get_tier("p3").selecting(["ops-inductor"]).located(None)
+    assert stage.files == ("harness/torch_suites/p3/test_compile_ops_inductor.py",) and stage_dir == HARNESS_ROOT
+    assert stage.env["TORCHINDUCTOR_COMPILE_THREADS"] == "1"
 
 
 def test_p1_and_p2_run_the_suites_inside_torch_without_a_checkout(monkeypatch, tmp_path):

@@ -1,0 +1,453 @@
+"""torch.compile checks over PyTorch's databases (P3 without a checkout), shared by p3/'s modules.
+
+Equal numbers prove nothing about torch.compile: a silent fallback to eager gives eager's numbers.
+So every check runs through a counting backend (harness/interop/backend.py) around the real one
+and fails with `FallbackToEager` unless dynamo captured a graph and every call through
+torch.compile's callable ran what the backend built. Outputs are compared with eager through
+PyTorch's `TestCase.assertEqual`, under the tolerances the entry's `DecorateInfo` overrides give.
+
+The hot-state checks (`HotState`) measure the bypass found by the interop matrix
+(docs/interop.md#findings): the callable torch.compile is given is made hot first, under a JIT
+configuration JIT-compiled (CinderX confirms it), and must still be captured. Under a configuration
+without the JIT the same calls run interpreted: the check is the baseline.
+"""
+
+from __future__ import annotations
+
+import copy
+import types
+from collections.abc import Callable, Iterable, Mapping, MutableMapping
+from contextlib import nullcontext
+from enum import StrEnum
+from itertools import islice
+from typing import Any
+
+import torch
+from torch.testing._internal.common_device_type import ops
+from torch.testing._internal.common_modules import modules
+from torch.testing._internal.common_optimizers import optims
+from torch.testing._internal.common_utils import TestCase, freeze_rng_state
+from torch.utils._pytree import tree_flatten
+
+from harness.interop.backend import CountingBackend
+from harness.interop.cells import claim
+from harness.run import jit
+from harness.smoke.jitcheck import hot_calls, jit_on
+from harness.torch_suites.entries import instantiate_cpu_tests
+
+
+class Backend(StrEnum):
+    """torch.compile's backends that P3 runs: dynamo alone, AOTAutograd, Inductor's C++ on CPU."""
+
+    EAGER = "eager"
+    AOT_EAGER = "aot_eager"
+    INDUCTOR = "inductor"
+
+
+class HotState(StrEnum):
+    """What is hot (JIT-compiled under a JIT configuration) when torch.compile meets it."""
+
+    ENTRY = "entry"  # the database's own Python callable (an OpInfo's function, a module, `step`)
+    FUNCTION_WRAPPER = "function_wrapper"  # a function of ours, as a user writes, that calls the entry
+    MODULE_WRAPPER = "module_wrapper"  # an nn.Module of ours whose forward calls the entry
+
+
+# Samples compiled per database entry. Every sample recompiles (new shapes, new guards), and the CPU
+# cost per sample was measured on this machine (2 cores): eager 0.15 s, aot_eager 0.2 s, Inductor
+# 1 to 3 s (a C++ build each). The first samples of an OpInfo are its plain cases; the later ones
+# vary broadcasting and keyword arguments, which dynamo traces through the same Python.
+SAMPLES = {Backend.EAGER: 4, Backend.AOT_EAGER: 3, Backend.INDUCTOR: 1}
+
+
+class FallbackToEager(AssertionError):
+    """torch.compile returned eager's numbers without running a captured graph."""
+
+
+def prove_compiled(backend: CountingBackend, calls: int) -> None:
+    """Fail unless dynamo captured at least one graph and its compiled code ran on every call; the
+    message carries dynamo's first graph-break reason, when it recorded one."""
+    if backend.captured == 0:
+        raise FallbackToEager(f"dynamo captured no graph: torch.compile ran the code eagerly{graph_break()}")
+    if backend.executed < calls:
+        raise FallbackToEager(f"{calls} calls through torch.compile ran the captured graph only "
+                              f"{backend.executed} times: the others ran eagerly{graph_break()}")
+
+
+def graph_break() -> str:
+    from torch._dynamo.utils import counters
+
+    reasons = list(counters["graph_break"])
+    return f" (graph break: {reasons[0].splitlines()[0]})" if reasons else ""
+
+
+def counting(backend: Backend) -> CountingBackend:
+    return CountingBackend(backend.value)
+
+
+def compiled(function: Callable[..., Any], backend: Backend, counter: CountingBackend,
+             dynamic: bool | None = None) -> Callable[..., Any]:
+    """`function` through torch.compile with the counting `backend`, from a clean dynamo state."""
+    from torch._dynamo.utils import counters
+
+    torch._dynamo.reset()
+    counters.clear()
+    return torch.compile(function, backend=counter, dynamic=dynamic)
+
+
+def seeded(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """`function(*args, **kwargs)` from the same RNG state every time, so random ops agree."""
+    with freeze_rng_state():
+        torch.manual_seed(0)
+        return function(*args, **kwargs)
+
+
+def backend_settings(backend: Backend) -> Any:
+    """Inductor draws random numbers its own way unless told to fall back to eager's generator."""
+    if backend is Backend.INDUCTOR:
+        from torch._inductor import config
+
+        return config.patch(fallback_random=True)
+    return nullcontext()
+
+
+def deterministic(function: Callable[..., Any], *args: Any, **kwargs: Any) -> bool:
+    """Whether eager agrees with itself (from one RNG state) on these inputs: ops that return
+    uninitialized memory (`empty`, `new_empty_strided`) do not, and only their metadata is compared."""
+    first, second = seeded(function, *args, **kwargs), seeded(function, *args, **kwargs)
+    try:
+        torch.testing.assert_close(first, second, equal_nan=True, check_dtype=False)
+    except (AssertionError, TypeError, RuntimeError, ValueError):
+        return False
+    return True
+
+
+def assert_same(case: TestCase, actual: Any, expected: Any, exact: bool) -> None:
+    """Values under the test's tolerances, or only shapes and dtypes where eager is not exact."""
+    if exact:
+        case.assertEqual(actual, expected, exact_device=True)
+        return
+    actual_leaves, expected_leaves = tree_flatten(actual)[0], tree_flatten(expected)[0]
+    case.assertEqual(len(actual_leaves), len(expected_leaves))
+    for got, want in zip(actual_leaves, expected_leaves):
+        if isinstance(want, torch.Tensor):
+            case.assertEqual((got.shape, got.dtype), (want.shape, want.dtype))
+
+
+def differentiable(value: Any) -> list[torch.Tensor]:
+    """The floating-point tensors of `value` that carry a gradient."""
+    return [t for t in tree_flatten(value)[0] if isinstance(t, torch.Tensor) and t.requires_grad
+            and t.grad_fn is not None]
+
+
+def input_gradients(outputs: Any, inputs: Iterable[torch.Tensor]) -> list[torch.Tensor | None]:
+    """Gradients of the sum of every differentiable output with respect to `inputs`."""
+    tensors, leaves = differentiable(outputs), [t for t in inputs if t.requires_grad]
+    if not tensors or not leaves:
+        return []
+    total = sum(t.sum() if not t.is_complex() else t.abs().sum() for t in tensors)
+    return list(torch.autograd.grad(total, leaves, allow_unused=True))
+
+
+def leaves_of(*values: Any) -> list[torch.Tensor]:
+    return [t for value in values for t in tree_flatten(value)[0] if isinstance(t, torch.Tensor)]
+
+
+# --- The hot state: the callable torch.compile is given, JIT-compiled first -----------------------
+
+def make_hot(function: Callable[..., Any], call: Callable[[], Any]) -> None:
+    """Run `call` (which calls `function`) past the JIT's threshold; under a JIT configuration
+    CinderX must then report `function` compiled, or the check would prove nothing."""
+    with torch.no_grad():
+        for _ in range(hot_calls()):
+            call()
+    if jit_on():
+        claim(jit.is_compiled(function), f"{getattr(function, '__qualname__', function)} is JIT-compiled "
+                                          f"after {hot_calls()} calls")
+
+
+def fresh_function(target: Callable[..., Any], name: str) -> types.FunctionType:
+    """A user's function that calls `target`, with a code object of its own: its JIT state (call
+    count, compiled or not) is its own, never shared with another check's."""
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return target(*args, **kwargs)
+
+    code = call.__code__.replace(co_name=name, co_qualname=name)
+    return types.FunctionType(code, call.__globals__, name, None, call.__closure__)
+
+
+def _forward(self: torch.nn.Module, *args: Any, **kwargs: Any) -> Any:
+    return self.target(*args, **kwargs)
+
+
+def module_wrapper(target: Callable[..., Any]) -> torch.nn.Module:
+    """A user's module whose forward calls `target`: a class of its own with a forward code of its own."""
+    forward = types.FunctionType(_forward.__code__.replace(), _forward.__globals__, "forward")
+    module = type("UserModule", (torch.nn.Module,), {"forward": forward})()
+    module.target = target
+    return module
+
+
+def python_callable(target: Any) -> Callable[..., Any] | None:
+    """The Python function the JIT can compile behind `target` (a function, or a module's
+    forward); None for builtins and C++ operators, which the JIT never compiles."""
+    if isinstance(target, types.FunctionType):
+        return target
+    if isinstance(target, torch.nn.Module):
+        forward = getattr(type(target), "forward", None)
+        return forward if isinstance(forward, types.FunctionType) else None
+    if isinstance(target, types.MethodType) and isinstance(target.__func__, types.FunctionType):
+        return target.__func__
+    return None
+
+
+def hot_subject(state: HotState, entry: Callable[..., Any]) -> tuple[Callable[..., Any], Callable[..., Any]]:
+    """(what torch.compile is given, the Python function the JIT must have compiled) for `state`."""
+    if state is HotState.ENTRY:
+        function = python_callable(entry)
+        assert function is not None, "only an entry with a Python callable has a hot entry state"
+        return entry, function
+    if state is HotState.FUNCTION_WRAPPER:
+        wrapper = fresh_function(entry, "user_function")
+        return wrapper, wrapper
+    module = module_wrapper(entry)
+    return module, type(module).forward
+
+
+def check_hot(case: TestCase, state: HotState, entry: Callable[..., Any], backend: Backend,
+              args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    """`state`'s subject made hot on these inputs, then torch.compile'd: captured, and eager's numbers."""
+    subject, function = hot_subject(state, entry)
+    exact = deterministic(subject, *args, **kwargs)
+    make_hot(function, lambda: subject(*args, **kwargs))
+    counter = counting(backend)
+    with backend_settings(backend):
+        actual = seeded(compiled(subject, backend, counter), *args, **kwargs)
+    prove_compiled(counter, calls=1)
+    assert_same(case, actual, seeded(subject, *args, **kwargs), exact)
+
+
+# --- The checks, per kind of database entry ---------------------------------------------------------
+
+def check_op(case: TestCase, device: str, dtype: torch.dtype, op: Any, backend: Backend,
+             dynamic: bool | None = None) -> None:
+    """An OpInfo's first samples (SAMPLES) through torch.compile: eager's outputs and, through
+    AOTAutograd where the op supports backward in the dtype, eager's input gradients."""
+    grad = (backend is Backend.AOT_EAGER and op.supports_autograd
+            and dtype in op.supported_backward_dtypes(torch.device(device).type))
+    for sample in islice(op.sample_inputs(device, dtype, requires_grad=grad), SAMPLES[backend]):
+        args = (sample.input, *sample.args)
+        exact = deterministic(op, *args, **sample.kwargs)
+        counter = counting(backend)
+        with backend_settings(backend):
+            actual = seeded(compiled(fresh_function(op, "call_op"), backend, counter, dynamic), *args, **sample.kwargs)
+            prove_compiled(counter, calls=1)
+            expected = seeded(op, *args, **sample.kwargs)
+            assert_same(case, actual, expected, exact)
+            if grad and exact:
+                inputs = leaves_of(args, sample.kwargs)
+                case.assertEqual(input_gradients(sample.output_process_fn_grad(actual), inputs),
+                                 input_gradients(sample.output_process_fn_grad(expected), inputs))
+
+
+def first_op_sample(op: Any, device: str, dtype: torch.dtype) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    sample = next(iter(op.sample_inputs(device, dtype, requires_grad=False)))
+    return (sample.input, *sample.args), dict(sample.kwargs)
+
+
+def module_inputs(module_info: Any, device: str, dtype: torch.dtype, training: bool, limit: int) -> list[Any]:
+    """The ModuleInfo's first `limit` module inputs that have a forward input."""
+    inputs = module_info.module_inputs_func(module_info, device=device, dtype=dtype, requires_grad=True,
+                                            training=training)
+    return [one for one in inputs if one.forward_input is not None][:limit]
+
+
+def build_module(module_info: Any, module_input: Any, device: str, dtype: torch.dtype, training: bool) -> torch.nn.Module:
+    """The module of one module input, built from a fixed RNG state (the same weights every time)."""
+    constructor = module_input.constructor_input
+    module = seeded(module_info.module_cls, *constructor.args, **constructor.kwargs)
+    return module.to(device).to(dtype).train(training)
+
+
+def check_module(case: TestCase, device: str, dtype: torch.dtype, module_info: Any, training: bool,
+                 backend: Backend) -> None:
+    """A ModuleInfo's first module inputs: the module through torch.compile gives its twin's
+    (eager) outputs, and the same gradients of parameters and inputs."""
+    for module_input in module_inputs(module_info, device, dtype, training, SAMPLES[backend]):
+        module = build_module(module_info, module_input, device, dtype, training)
+        twin = copy.deepcopy(module)
+        args, kwargs = module_input.forward_input.args, module_input.forward_input.kwargs
+        exact = deterministic(twin, *args, **kwargs)
+        counter = counting(backend)
+        with backend_settings(backend):
+            actual = seeded(compiled(module, backend, counter), *args, **kwargs)
+            prove_compiled(counter, calls=1)
+            expected = seeded(twin, *args, **kwargs)
+            assert_same(case, actual, expected, exact)
+            if exact:
+                inputs = leaves_of(args, kwargs)
+                case.assertEqual(input_gradients(actual, [*module.parameters(), *inputs]),
+                                 input_gradients(expected, [*twin.parameters(), *inputs]))
+
+
+def first_module(module_info: Any, device: str, dtype: torch.dtype, training: bool
+                 ) -> tuple[torch.nn.Module, tuple[Any, ...], dict[str, Any]]:
+    module_input = module_inputs(module_info, device, dtype, training, 1)[0]
+    forward = module_input.forward_input
+    return build_module(module_info, module_input, device, dtype, training), tuple(forward.args), dict(forward.kwargs)
+
+
+OPTIMIZER_STEPS = 3  # each step changes the optimizer's state (its step count): dynamo guards, and may recompile
+
+
+def parameters(optim_info: Any, device: str, dtype: torch.dtype) -> list[torch.nn.Parameter]:
+    """A weight matrix and a bias vector (only the matrix for optimizers that refuse vectors)."""
+    shapes = [(4, 3), (4,)]
+    try:
+        optim_info.optim_cls([torch.nn.Parameter(torch.zeros(2))])
+    except ValueError:
+        shapes = [(4, 3)]
+    generator = torch.Generator().manual_seed(0)
+    return [torch.nn.Parameter(torch.randn(shape, generator=generator).to(device, dtype)) for shape in shapes]
+
+
+def optimizer_pair(optim_info: Any, optim_input: Any, device: str, dtype: torch.dtype) -> tuple[Any, Any]:
+    """Two optimizers of the same kind and settings over equal, separate parameters."""
+    first = parameters(optim_info, device, dtype)
+    second = [torch.nn.Parameter(p.detach().clone()) for p in first]
+    return optim_info.optim_cls(first, **optim_input.kwargs), optim_info.optim_cls(second, **optim_input.kwargs)
+
+
+def set_gradients(optimizer: Any, step: int) -> None:
+    generator = torch.Generator().manual_seed(step)
+    for group in optimizer.param_groups:
+        for p in group["params"]:
+            p.grad = torch.randn(p.shape, generator=generator).to(p.device, p.dtype)
+
+
+def stepper(optimizer: Any) -> Callable[[], Any]:
+    """What one training step calls: `step()`, with a closure where the optimizer needs one."""
+    def closure() -> torch.Tensor:
+        return sum((p * p).sum() for group in optimizer.param_groups for p in group["params"]).detach()
+
+    return fresh_function(lambda: optimizer.step(closure), "optimizer_step")
+
+
+def check_optimizer(case: TestCase, device: str, dtype: torch.dtype, optim_info: Any, backend: Backend) -> None:
+    """An OptimizerInfo's first inputs: steps through torch.compile move the parameters as eager's do."""
+    for optim_input in list(optim_info.optim_inputs_func(device=device, dtype=dtype))[:SAMPLES[backend]]:
+        optimizer, twin = optimizer_pair(optim_info, optim_input, device, dtype)
+        counter = counting(backend)
+        with backend_settings(backend):
+            step = compiled(stepper(optimizer), backend, counter)
+            for number in range(OPTIMIZER_STEPS):
+                set_gradients(optimizer, number)
+                set_gradients(twin, number)
+                step()
+                stepper(twin)()
+            prove_compiled(counter, calls=OPTIMIZER_STEPS)
+        case.assertEqual([p for g in optimizer.param_groups for p in g["params"]],
+                         [p for g in twin.param_groups for p in g["params"]])
+
+
+# --- Test classes: PyTorch's class and test names where PyTorch makes the same check ---------------
+
+def test_class(name: str, module_name: str, tests: dict[str, Callable[..., None]]) -> type[TestCase]:
+    """A generic test class for PyTorch's device-type instantiation, named as `name` in `module_name`."""
+    for test_name, test in tests.items():
+        test.__name__ = test.__qualname__ = test_name
+    generic = type(name, (TestCase,), {"exact_dtype": True, **tests})
+    generic.__module__, generic.__qualname__ = module_name, name
+    return generic
+
+
+def op_test(chosen: list, backend: Backend, dynamic: bool | None = None) -> Callable[..., None]:
+    @ops(chosen, allowed_dtypes=(torch.float32,))
+    def test(self: TestCase, device: str, dtype: torch.dtype, op: Any) -> None:
+        check_op(self, device, dtype, op, backend, dynamic)
+    return test
+
+
+def hot_op_test(chosen: list, state: HotState, backend: Backend) -> Callable[..., None]:
+    @ops(chosen, allowed_dtypes=(torch.float32,))
+    def test(self: TestCase, device: str, dtype: torch.dtype, op: Any) -> None:
+        args, kwargs = first_op_sample(op, device, dtype)
+        check_hot(self, state, op.op if state is HotState.ENTRY else op, backend, args, kwargs)
+    return test
+
+
+def module_test(chosen: list, backend: Backend) -> Callable[..., None]:
+    @modules(chosen, allowed_dtypes=(torch.float32,))
+    def test(self: TestCase, device: str, dtype: torch.dtype, module_info: Any, training: bool) -> None:
+        check_module(self, device, dtype, module_info, training, backend)
+    return test
+
+
+def hot_module_test(chosen: list, state: HotState, backend: Backend) -> Callable[..., None]:
+    @modules(chosen, allowed_dtypes=(torch.float32,))
+    def test(self: TestCase, device: str, dtype: torch.dtype, module_info: Any, training: bool) -> None:
+        module, args, kwargs = first_module(module_info, device, dtype, training)
+        check_hot(self, state, module, backend, args, kwargs)
+    return test
+
+
+def optimizer_test(chosen: list, backend: Backend) -> Callable[..., None]:
+    @optims(chosen, dtypes=[torch.float32])
+    def test(self: TestCase, device: str, dtype: torch.dtype, optim_info: Any) -> None:
+        check_optimizer(self, device, dtype, optim_info, backend)
+    return test
+
+
+def hot_optimizer_test(chosen: list, state: HotState, backend: Backend) -> Callable[..., None]:
+    @optims(chosen, dtypes=[torch.float32])
+    def test(self: TestCase, device: str, dtype: torch.dtype, optim_info: Any) -> None:
+        optim_input = next(iter(optim_info.optim_inputs_func(device=device, dtype=dtype)))
+        optimizer, _ = optimizer_pair(optim_info, optim_input, device, dtype)
+        set_gradients(optimizer, 0)
+        check_hot(self, state, optimizer.step, backend, (lambda: torch.zeros(()),), {})
+    return test
+
+
+def hot_tests(make: Callable[[list, HotState, Backend], Callable[..., None]], entries: list,
+              backend: Backend) -> dict[str, Callable[..., None]]:
+    """The three hot states for one backend over `entries` (those whose callable is Python code)."""
+    return {f"test_hot_{state}_{backend}": make(entries, state, backend) for state in HotState} if entries else {}
+
+
+def python_entries(entries: list) -> list:
+    """The OpInfos whose callable is Python code (the JIT can compile it; dynamo traces into it)."""
+    return [op for op in entries if python_callable(op.op) is not None]
+
+
+def instantiate_op_suite(scope: MutableMapping[str, object], chosen: list, backend: Backend) -> None:
+    """op_db through one backend, under PyTorch's names where PyTorch makes the check (Inductor's
+    `TestInductorOpInfo.test_comprehensive`, AOTAutograd's `TestEagerFusionOpInfo` tests), with the
+    hot states beside. The dynamic-shape slice is the OpInfos written in Python: their shape
+    arithmetic is Python code that dynamo turns into symbolic expressions, where a JIT meets it."""
+    python = python_entries(chosen)
+    suites = {
+        Backend.EAGER: ("TestDynamoOpInfo", {"test_compile_eager": op_test(chosen, backend)}, chosen),
+        Backend.AOT_EAGER: ("TestEagerFusionOpInfo", {
+            "test_aot_autograd_exhaustive": op_test(chosen, backend),
+            **({"test_aot_autograd_symbolic_exhaustive": op_test(python, backend, dynamic=True)} if python else {}),
+        }, chosen),
+        Backend.INDUCTOR: ("TestInductorOpInfo", {"test_comprehensive": op_test(chosen, backend)}, chosen),
+    }
+    name, tests, entries = suites[backend]
+    instantiate(scope, test_class(name, scope["__name__"], tests), entries)
+    instantiate(scope, test_class("TestCompileHotOpInfo", scope["__name__"], hot_tests(hot_op_test, python, backend)),
+                python)
+
+
+def instantiate(scope: MutableMapping[str, object], generic: type[TestCase], chosen: list) -> None:
+    scope[generic.__name__] = generic
+    instantiate_cpu_tests(generic, scope, chosen)
+
+
+def instantiate_suite(scope: MutableMapping[str, object], name: str, make: Callable[[list, Backend], Callable[..., None]],
+                      make_hot: Callable[[list, HotState, Backend], Callable[..., None]], chosen: list,
+                      names: Mapping[Backend, str], hot_name: str) -> None:
+    """A database through every backend: the compile tests under `names` (PyTorch's where PyTorch
+    makes the check), in class `name`, and the hot states in class `hot_name`."""
+    instantiate(scope, test_class(name, scope["__name__"], {names[b]: make(chosen, b) for b in Backend}), chosen)
+    hot = {test: check for backend in Backend for test, check in hot_tests(make_hot, chosen, backend).items()}
+    instantiate(scope, test_class(hot_name, scope["__name__"], hot), chosen)

@@ -1,0 +1,16 @@
+"""`op_db` through torch.compile with the `inductor` backend: C++ kernels generated and built with the machine's compiler (CPU, float32).
+
+Tests, names and what each proves: docs/torch_suites.md#p3-torchcompile-over-the-databases.
+"""
+
+from torch.testing._internal.common_methods_invocations import op_db
+from torch.testing._internal.common_utils import run_tests
+
+from harness.torch_suites.compilechecks import Backend, instantiate_op_suite
+from harness.torch_suites.entries import op_entries
+
+ENTRIES = op_entries(op_db)
+instantiate_op_suite(globals(), ENTRIES.chosen(), Backend.INDUCTOR)
+
+if __name__ == "__main__":
+    run_tests()
