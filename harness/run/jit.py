@@ -22,6 +22,7 @@ from harness.protocol import JitMode, Request
 
 CINDERX_MODULES = ("cinderx", "_cinderx", "cinderjit")
 LOG_FILE = "CINDERX_JIT_LOG_FILE"  # CinderX's log file, which it empties when it starts (culprit search)
+JIT_LIST_FILE = "CINDERX_JIT_LIST_FILE"  # CinderX compiles only the functions this file names (culprit search)
 
 
 @dataclass(frozen=True)
@@ -206,3 +207,9 @@ def compiles_in_background() -> bool:
     """Whether the JIT compiles on its background thread (so a compile can be queued, not done)."""
     jit = _running_jit()
     return jit is not None and bool(jit.get_background_compile())
+
+
+def restricted_by_jit_list() -> bool:
+    """Whether CinderX compiles only what a JIT list names: then a hot function stays interpreted
+    unless the list names it, and a test may not claim it compiled (a culprit search's probes)."""
+    return bool(os.environ.get(JIT_LIST_FILE))

@@ -156,11 +156,12 @@ def leaves_of(*values: Any) -> list[torch.Tensor]:
 
 def make_hot(function: Callable[..., Any], call: Callable[[], Any]) -> None:
     """Run `call` (which calls `function`) past the JIT's threshold; under a JIT configuration
-    CinderX must then report `function` compiled, or the check would prove nothing."""
+    CinderX must then report `function` compiled, or the check would prove nothing (unless a JIT
+    list restricts what CinderX compiles: a culprit search's probe decides that)."""
     with torch.no_grad():
         for _ in range(hot_calls()):
             call()
-    if jit_on():
+    if jit_on() and not jit.restricted_by_jit_list():
         claim(jit.is_compiled(function), f"{getattr(function, '__qualname__', function)} is JIT-compiled "
                                           f"after {hot_calls()} calls")
 

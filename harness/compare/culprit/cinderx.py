@@ -23,9 +23,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.run.jit import LOG_FILE  # processes a test starts log beside it (LOG.<pid>), see own_log
+from harness.run.jit import JIT_LIST_FILE, LOG_FILE  # processes a test starts log beside it (LOG.<pid>), see own_log
 
-JIT_LIST_FILE = "CINDERX_JIT_LIST_FILE"
 DEBUG = "CINDERX_JIT_DEBUG"
 INLINER_DEBUG = "CINDERX_JIT_DEBUG_INLINER"
 DUMP_HIR_PASSES = "CINDERX_JIT_DUMP_HIR_PASSES"
