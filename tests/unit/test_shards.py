@@ -81,6 +81,13 @@ def test_a_shard_with_nothing_to_run_is_one_line():
         choose({"test_one.py": ["test_one.py::t"]}, sweep, NO_HISTORY, collector({}))
 
 
+def test_one_shard_is_the_whole_run_without_collecting():
+    asked = []
+    chosen = choose(grouped(BIG, *SMALL), Sweep("p1", "2.14.1", "x", Shard(1, 1), "stock", None), NO_HISTORY,
+                    collector({}, asked))
+    assert chosen.targets == (BIG, *SMALL) and asked == []
+
+
 def test_a_shard_number_out_of_range_is_one_line():
     with pytest.raises(HarnessError, match="--shard must be I/N with 1 <= I <= N, not '3/2'"):
         parse_shard("3/2")
