@@ -19,6 +19,7 @@ from harness.protocol import Setting
 if TYPE_CHECKING:
     from harness.configure.configurations import Configuration
     from harness.configure.tiers import Tier
+    from harness.run.shards import Chosen
 
 
 
@@ -35,9 +36,10 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     run.add_argument("--results", type=path_argument, help=RESULTS_HELP)
     run.add_argument("--python", help="interpreter for the test processes (default: the one running this)")
     run.add_argument("--jobs", type=int, default=1, help="test files run in parallel (default 1)")
-    run.add_argument("--shard", help="I/N: run only shard I of N, the same files in every configuration")
+    run.add_argument("--shard", help="I/N: run only shard I of N, the same tests in every configuration")
     run.add_argument("--durations", type=path_argument, metavar="RUN_DIR",
-                     help="balance shards on this earlier run's file durations (default: file sizes)")
+                     help="balance shards on this earlier run's test durations (default: the results database's, "
+                          "of the baseline configuration with this torch; test counts without any)")
     run.add_argument("--resume", type=path_argument, metavar="RUN_DIR",
                      help="continue an interrupted run without rerunning what finished")
     run.set_defaults(handler=_run)
@@ -58,7 +60,6 @@ def _run(args: argparse.Namespace) -> int:
     from harness.configure.tiers import get_tier
     from harness.record.store import default_results_root, ensure_folder
     from harness.run.runner import RunRequest, default_python, execute
-    from harness.run.schedule import parse_shard, run_durations, shard_files, size_weights
 
     if args.jobs < 1:
         raise HarnessError(f"--jobs must be at least 1, not {args.jobs}")
@@ -73,21 +74,46 @@ def _run(args: argparse.Namespace) -> int:
     targets, entries, narrowed = _selection(args.select, tier, tests_dir, configuration, python) if args.select \
         else (tuple(_tier_files(tier, tests_dir, args.stage)), (), ())
     absent = () if args.select or args.stage else tuple(tier.absent(tests_dir))
-    if args.shard:
-        index, count = parse_shard(args.shard)
-        weights = run_durations(args.durations) if args.durations else size_weights(tests_dir, list(targets))
-        targets = tuple(shard_files(list(targets), index, count, weights))
     if not targets:
         raise HarnessError(f"tier '{tier.name}' matches no test files under {tests_dir}")
     results = ensure_folder((args.results or default_results_root()).resolve(), "results folder")
+    sharding = None
+    if args.shard:
+        chosen = _shard(args, configuration, tier, tests_dir, python, targets, entries, narrowed, results)
+        targets, sharding = chosen.targets, chosen.sharding
     request = RunRequest(
         configuration=configuration, tier=tier, tests_dir=tests_dir, targets=targets, results_root=results,
         python=python, command=tuple(sys.argv), jobs=args.jobs, shard=args.shard, absent=absent, entries=entries,
         narrowed=narrowed,
         stages=tuple(args.stage or ()),
+        sharding=sharding,
     )
     print(f"run directory: {execute(request)}")
     return ExitStatus.OK
+
+
+def _shard(args: argparse.Namespace, configuration: Configuration, tier: Tier, tests_dir: Path, python: str,
+           targets: tuple[str, ...], entries: tuple[str, ...], narrowed: tuple[str, ...], results: Path) -> Chosen:
+    """This run's shard of `targets`: the same tests in every configuration (harness/run/shards.py)."""
+    from harness.configure.configurations import load_catalog
+    from harness.record.durations import Sweep
+    from harness.record.fingerprint import describe_interpreter
+    from harness.run import shards
+    from harness.run.collect import collect
+    from harness.run.runner import group_targets, interpreter_environment, narrowing
+
+    shard = shards.parse_shard(args.shard)
+    torch = describe_interpreter(python)["versions"].get("torch")
+    sweep = Sweep(tier.name, torch, shards.selection_hash(targets, entries), shard, configuration.name,
+                  configuration.threshold)
+    history, notes = shards.history_for(results, sweep, load_catalog().baseline, args.durations)
+    for note in notes:
+        print(note)
+    env = interpreter_environment(configuration, tier.env)
+    chosen = shards.choose(group_targets(targets), sweep, history, lambda files: collect(
+        python, tests_dir, files, env, tier.pytest_args, args.jobs, narrowing(entries, narrowed)))
+    print(chosen.summary)
+    return chosen
 
 
 def _selection(selections: list[str], tier: Tier, tests_dir: Path, configuration: Configuration,

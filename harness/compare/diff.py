@@ -293,14 +293,16 @@ def _regression(key: str, old: StoredResult, outcome: str, message: str, replay:
 def _modules(before: dict[str, dict[str, int]], after: dict[str, dict[str, int]], candidate: Side,
              regressions: list[Regression]) -> list[ModuleRow]:
     """`before` and `after`: each side's tests per module and outcome."""
-    files = {f.module: f for f in candidate.record.files} if candidate.record else {}
+    files: dict[str, list[FileRecord]] = {}
+    for record in candidate.record.files if candidate.record else ():
+        files.setdefault(record.module, []).append(record)  # a file split over shards: one record per shard
     jit_on = candidate.record is not None and candidate.record.jit_mode == "on"
     per_module = Counter(r.module for r in regressions)
     rows = []
     for module in sorted(set(before) | set(after) | set(files)):
-        record: FileRecord | None = files.get(module)
-        compiled = record.compiled if record and record.jit else None
+        records = [record for record in files.get(module, []) if record.jit]
+        compiled = sum(record.compiled for record in records) if records else None
         rows.append(ModuleRow(module, before.get(module, {}), after.get(module, {}),
                               compiled if jit_on else None, per_module[module],
-                              vacuous=bool(jit_on and record and record.vacuous)))
+                              vacuous=bool(jit_on and records and all(record.vacuous for record in records))))
     return rows

@@ -65,6 +65,7 @@ def _pair_problems(baseline: Side, candidate: Side, allow: Allowances) -> list[s
             found.append(f"{what} versions differ: baseline {before.versions.get(key)}, "
                          f"candidate {after.versions.get(key)}")
     found.extend(_source_problems(baseline, candidate))
+    found.extend(_shard_target_problems(baseline, candidate))
     found.extend(_switch_problems(before, after))
     if before.tier != after.tier:
         found.append(f"tiers differ: baseline {before.tier}, candidate {after.tier}")
@@ -95,6 +96,20 @@ def _source_problems(baseline: Side, candidate: Side) -> list[str]:
         return [f"test sources differ: baseline {before[None]}, candidate {after[None]}"]
     return [f"test sources differ in shard {shard}: baseline {before[shard]}, candidate {after[shard]}"
             for shard in differing]
+
+
+def _shard_target_problems(baseline: Side, candidate: Side) -> list[str]:
+    """Shard k of each side must hold the same tests: shards split on different weights (another
+    durations history) would compare different tests under one name."""
+    before, after = _shard_targets(baseline), _shard_targets(candidate)
+    return [f"shard {shard} holds different tests in baseline and candidate ({len(before[shard] ^ after[shard])} "
+            "targets differ): split both on the same weights (the same results database, or --durations RUN_DIR)"
+            for shard in sorted(before.keys() & after.keys()) if before[shard] != after[shard]]
+
+
+def _shard_targets(side: Side) -> dict[str, frozenset[str]]:
+    records = [record for _, record in side.parts] or ([side.record] if side.record else [])
+    return {record.shard: frozenset(record.targets) for record in records if record.shard}
 
 
 def _source_hashes(side: Side) -> dict[str | None, object]:

@@ -140,6 +140,16 @@ class Descendants:
 
 
 @dataclass(frozen=True)
+class Sharding:
+    """How a shard's tests were chosen (harness/run/shards.py), kept so that every later shard of the
+    same sweep, in any configuration, chooses from the same weights: the basis is pinned."""
+
+    selection: str  # hash of what was split: the unsharded targets and entries
+    weights: str  # "durations" (recorded per test) or "counts" (one per test: no history)
+    basis: tuple[str, ...] = ()  # identities of the runs whose recorded durations weighed the tests
+
+
+@dataclass(frozen=True)
 class RunRecord:
     """What ran where: enough to decide whether two runs may be compared at all."""
 
@@ -164,6 +174,7 @@ class RunRecord:
     absent: tuple[str, ...] = ()  # files the tier names that the tests directory does not have
     entries: tuple[str, ...] = ()  # PyTorch database entries the run was narrowed to (--select NAME)
     narrowed: tuple[str, ...] = ()  # the files those entries narrow; a file selected by its path runs whole
+    sharding: Sharding | None = None  # how a shard's targets were chosen (--shard)
     schema: int = SCHEMA
 
     @property

@@ -28,7 +28,7 @@ from harness.errors import HarnessError
 from harness.protocol import Env, Setting
 from harness.record.fingerprint import PER_RUN_FOLDERS, describe_interpreter, environment_fingerprint, sources_identity
 from harness.record.ingest import ingest_finished
-from harness.record.model import FileRecord, RunRecord
+from harness.record.model import FileRecord, RunRecord, Sharding
 from harness.record.store import RunDirectory, new_run_directory
 from harness.run import processes
 from harness.run.coverage import record_coverage
@@ -54,6 +54,7 @@ class RunRequest:
     entries: tuple[str, ...] = ()  # PyTorch database entries the bundled suites are narrowed to (--select NAME)
     narrowed: tuple[str, ...] = ()  # the files that `entries` narrow (those selected by name, not by path)
     stages: tuple[str, ...] = ()  # the tier's stages this run selected (--stage)
+    sharding: Sharding | None = None  # how the shard's targets were chosen (harness/run/shards.py)
 
 
 def group_targets(targets: tuple[str, ...]) -> dict[str, list[str]]:
@@ -139,6 +140,7 @@ def _first_record(request: RunRequest, run: RunDirectory, env: dict[str, str], s
         command=list(request.command),
         targets=request.targets,
         shard=request.shard,
+        sharding=request.sharding,
         stages=request.stages,
         python=request.python,
         absent=request.absent,

@@ -55,6 +55,13 @@ def test_identical_runs_are_valid_with_no_regressions():
     assert row.baseline == {"passed": 3, "failed": 1}
 
 
+def test_a_file_split_over_shards_counts_the_functions_compiled_in_every_piece():
+    one = record(jit="on", compiled=3)
+    split = replace(one, files=(*one.files, replace(one.files[0], jit={"compiled": 4, "loaded": True})))
+    row = compare(side(BASE, record()), side(BASE, split)).modules[0]
+    assert row.jit_compiled == 7 and not row.vacuous
+
+
 def test_tests_missing_because_the_file_crashed_are_regressions():
     candidate = [result("test_a", "passed"), result("test_b", "crashed", message="process died with SIGSEGV")]
     crashed = record(jit="on", compiled=9, culprit="test_mod.py::test_b: process died with SIGSEGV")

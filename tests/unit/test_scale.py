@@ -11,7 +11,8 @@ import pytest
 
 from harness.configure.tiers import get_tier
 from harness.record.store import RunDirectory, find_runs
-from harness.run.schedule import longest_first, parse_shard, shard_files
+from harness.run.schedule import longest_first
+from harness.run.shards import parse_shard
 from harness.errors import HarnessError
 from tests.conftest import FIXTURES
 
@@ -80,25 +81,22 @@ def test_two_jobs_run_every_file_and_record_them_all(slow_tier, tmp_path):
 
 
 @pytest.mark.integration
-def test_shards_are_disjoint_cover_everything_and_are_recorded(slow_tier, tmp_path):
-    env, _ = slow_tier
+def test_shards_are_disjoint_cover_every_test_and_are_recorded(slow_tier, tmp_path):
+    """Without history, every file is collected and split on test counts: 12 tests, 6 per shard."""
+    env, log = slow_tier
     shards = []
     for index in (1, 2):
         done = subprocess.run(harness_run(env, tmp_path / f"r{index}", "--shard", f"{index}/2"), env=env,
                               capture_output=True, text=True)
         assert done.returncode == 0, done.stderr
+        assert f"shard {index}/2:" in done.stdout and "balanced on test counts" in done.stdout
         [(path, record)] = find_runs(tmp_path / f"r{index}")
         assert record.shard == f"{index}/2" and f"-shard{index}of2-" in path.name
-        shards.append({f.file for f in record.files})
-    assert shards[0].isdisjoint(shards[1]) and shards[0] | shards[1] == {"test_slow_a.py", "test_slow_b.py", "test_slow_c.py"}
-
-
-@pytest.mark.unit
-def test_shard_assignment_is_balanced_and_deterministic():
-    weights = {"a": 10.0, "b": 9.0, "c": 5.0, "d": 4.0, "e": 1.0}
-    first, second = shard_files(list(weights), 1, 2, weights), shard_files(list(weights), 2, 2, weights)
-    assert (first, second) == (["a", "d", "e"], ["b", "c"])
-    assert shard_files(list(reversed(list(weights))), 1, 2, weights) == first  # input order does not matter
+        assert record.sharding is not None and record.sharding.weights == "counts"
+        shards.append(set(record.targets))
+    ran = log.read_text().splitlines()
+    assert len(ran) == len(set(ran)) == 12  # every test once, over both shards
+    assert shards[0].isdisjoint(shards[1]) and len(shards[0]) == len(shards[1]) == 6
 
 
 @pytest.mark.integration

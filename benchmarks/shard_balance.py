@@ -1,0 +1,127 @@
+"""How even `--shard I/N` makes shards: the longest shard over the mean shard, from recorded runs.
+
+For each N, the shards the harness would choose (harness/run/shards.py: files heavier than half a
+fair shard split into tests, greedy longest-processing-time) are weighed twice, on the durations
+recorded for the baseline configuration before the measured run, and on test counts alone (no
+history); each plan is then timed with what the measured run really took: per test, plus each
+file's start, import and collection (its duration outside its tests) once per shard that runs a
+piece of it. The issue's target is longest/mean <= 1.15 with durations. With no earlier baseline
+run, the durations plan is weighed on the measured run itself (in-sample), and says so. `least (s)`
+is the shortest the longest shard could be: a test cannot be split, so no shard is shorter than
+the longest test plus its file's start, nor than the work over N.
+
+    python benchmarks/shard_balance.py --db RESULTS/harness.db [--tier p1] [--config stock]
+        [--threshold N] [--shards 2 3 4 6 8] [--target-minutes 30]
+
+It also prints the CPU seconds of the measured run and how many shards keep each under
+--target-minutes (what the CI workflow's shard count follows).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import statistics
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from harness.record import durations  # noqa: E402
+from harness.record.database import read_only  # noqa: E402
+from harness.record.durations import NO_HISTORY, History  # noqa: E402
+from harness.run.collect import Collected  # noqa: E402
+from harness.run.shards import Plan, assign, units  # noqa: E402
+
+TARGET = 1.15
+
+
+@dataclass(frozen=True)
+class Balance:
+    shards: int
+    with_durations: float
+    with_counts: float
+    longest_seconds: float
+    least_seconds: float
+
+
+def realized(plan: Plan, truth: History) -> list[float]:
+    """Each shard's seconds as the measured run took them: its tests, and every file it starts."""
+    loads = []
+    for shard in plan.shards:
+        tests = sum(_seconds(unit.name, unit.whole, truth) for unit in shard)
+        loads.append(tests + sum(truth.overhead.get(file, 0.0) for file in {unit.file for unit in shard}))
+    return loads
+
+
+def _seconds(name: str, whole: bool, truth: History) -> float:
+    if whole:
+        return sum(seconds for nodeid, seconds in truth.tests.items() if nodeid.split("::", 1)[0] == name)
+    return truth.tests.get(name, 0.0)
+
+
+def ratio(loads: list[float]) -> float:
+    mean = statistics.fmean(loads)
+    return max(loads) / mean if mean else 1.0
+
+
+def balances(truth: History, before: History, counts: list[int]) -> list[Balance]:
+    """Longest/mean per shard count, planned on `before` (recorded) and on counts, timed on `truth`."""
+    by_file: dict[str, list[str]] = {}
+    for nodeid in truth.tests:
+        by_file.setdefault(nodeid.split("::", 1)[0], []).append(nodeid)
+    grouped = {file: [file] for file in sorted(by_file)}
+
+    def collect(files: list[str]) -> dict[str, Collected]:
+        return {file: Collected(tuple(by_file[file])) for file in files}
+
+    largest = max(seconds + truth.overhead.get(nodeid.split("::", 1)[0], 0.0) for nodeid, seconds in truth.tests.items())
+    total = sum(truth.tests.values()) + sum(truth.overhead.values())
+    found = []
+    for count in counts:
+        timed = realized(assign(units(grouped, before, collect, count), before.overhead, count), truth)
+        counted = realized(assign(units(grouped, NO_HISTORY, collect, count), {}, count), truth)
+        found.append(Balance(count, ratio(timed), ratio(counted), max(timed), max(largest, total / count)))
+    return found
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--db", type=Path, required=True)
+    parser.add_argument("--tier", default="p1")
+    parser.add_argument("--config", default="stock", help="the baseline configuration (its runs weigh the shards)")
+    parser.add_argument("--measured", help="configuration whose newest run is the measured one (default: --config)")
+    parser.add_argument("--threshold", type=int, help="the measured configuration's JIT threshold")
+    parser.add_argument("--shards", type=int, nargs="+", default=[2, 3, 4, 6, 8])
+    parser.add_argument("--target-minutes", type=float, default=30.0)
+    args = parser.parse_args()
+    connection = read_only(args.db)
+    measured = connection.execute(
+        "SELECT identity, torch, started FROM runs WHERE tier = ? AND configuration = ? AND threshold IS ? "
+        "AND status = 'complete' AND shard IS NULL ORDER BY started DESC LIMIT 1",
+        (args.tier, args.measured or args.config, args.threshold)).fetchone()
+    if measured is None:
+        sys.exit(f"{args.db}: no complete unsharded {args.measured or args.config} run of tier {args.tier}")
+    identity, torch, started = measured
+    truth = durations.read_history(connection, (identity,))
+    earlier = tuple(row[0] for row in connection.execute(
+        "SELECT identity FROM runs WHERE tier = ? AND configuration = ? AND torch IS ? AND status = 'complete' "
+        "AND started < ? AND identity != ? ORDER BY started DESC LIMIT ?",
+        (args.tier, args.config, torch, started, identity, durations.BASIS_RUNS)))
+    before = durations.read_history(connection, earlier) if earlier else truth
+    cpu = sum(truth.tests.values()) + sum(truth.overhead.values())
+    print(f"measured: {identity} ({len(truth.tests):,} tests, {len(truth.overhead)} files, {cpu:,.0f} s in its "
+          f"test processes); durations from {len(earlier)} earlier {args.config} run(s)"
+          + ("" if earlier else " -- none, so in-sample: weighed on the measured run itself"))
+    print(f"{'shards':>6}  {'durations':>9}  {'counts':>6}  {'longest (s)':>11}  {'least (s)':>9}")
+    for found in balances(truth, before, args.shards):
+        mark = "ok" if found.with_durations <= TARGET else f"> {TARGET}"
+        print(f"{found.shards:>6}  {found.with_durations:>9.3f}  {found.with_counts:>6.3f}  "
+              f"{found.longest_seconds:>11,.0f}  {found.least_seconds:>9,.0f}  {mark}")
+    print(f"shards for at most {args.target_minutes:g} min each: {math.ceil(cpu / (60 * args.target_minutes))}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,87 @@
+"""The count table: our bundled suites' tests beside PyTorch's, per PyTorch file and class; and the
+shard-balance benchmark's core (the longest shard over the mean, timed on what a run took)."""
+
+import importlib.util
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from harness.record.durations import History
+from harness.torch_suites import counts
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.unit
+def test_the_issues_figures_are_the_data_and_every_class_of_them_has_a_file():
+    data = counts.load()
+    assert data.torch == "2.14.1"
+    assert sum(sum(classes.values()) for classes in data.pytorch.values()) == 48_141  # "about 48,100"
+    assert sum(data.pytorch["test_ops.py"].values()) == 34_784
+    assert all(data.ours[name] == file for file, classes in data.pytorch.items() for name in classes
+               if name != counts.OTHERS)
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(("nodeid", "expected"), [
+    ("p1/test_ops_out.py::TestCommonCPU::test_out_add_cpu_float32", "TestCommon"),
+    ("test_ops.py::TestCommonCUDA::test_out_add_cuda_float32", None),
+    ("test_ops.py::TestCommonMeta::test_x", None),
+    ("test_optim.py::TestLRScheduler::test_step", "TestLRScheduler"),
+    ("test_x.py::test_module_level", None),
+])
+def test_a_tests_class_is_pytorchs_without_the_cpu_suffix(nodeid, expected):
+    assert counts.cpu_class(nodeid) == expected
+
+
+@pytest.mark.unit
+def test_rows_set_ours_beside_pytorchs_and_list_our_other_classes_after():
+    pytorch = {"test_ops.py": {"TestCommon": 100, "TestTags": 10}, "test_modules.py": {"TestModule": 50}}
+    ours = Counter({"TestCommon": 30, "TestModule": 5, "TestNN": 7, "Mystery": 1})
+    found = counts.rows(pytorch, ours, {"TestNN": "test_nn.py"})
+    assert [(r.file, r.test_class, r.pytorch, r.ours) for r in found] == [
+        ("test_ops.py", "TestCommon", 100, 30), ("test_ops.py", "TestTags", 10, 0),
+        ("test_modules.py", "TestModule", 50, 5), ("?", "Mystery", None, 1), ("test_nn.py", "TestNN", None, 7)]
+
+
+@pytest.mark.integration
+def test_the_script_counts_a_checkouts_files_and_our_bundled_suites(tmp_path):
+    """A checkout of two files (a CPU and a CUDA class of one name) against our real bundled suites."""
+    (tmp_path / "test_ops.py").write_text(
+        "class TestCommonCPU:\n" + "".join(f"    def test_{i}(self): pass\n" for i in range(3))
+        + "class TestCommonCUDA:\n    def test_0(self): pass\n")
+    (tmp_path / "test_modules.py").write_text("class TestModuleCPU:\n    def test_0(self): pass\n")
+    data = tmp_path / "counts.yaml"
+    data.write_text("torch: '0'\npytorch:\n  test_ops.py: {TestCommon: 1}\n  test_modules.py: {TestModule: 1}\n"
+                    "ours: {TestCommon: test_ops.py, TestModule: test_modules.py}\n")
+    done = subprocess.run([sys.executable, "-m", "harness.torch_suites.counts", "--tests-dir", str(tmp_path),
+                           "--data", str(data)], capture_output=True, text=True, cwd=ROOT, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = {line.split("│")[2].strip(): line for line in done.stdout.splitlines() if line.count("│") == 6}
+    assert [cell.strip() for cell in lines["TestCommon"].split("│")[3:5]][0] == "3"  # the CUDA class left out
+    assert int(lines["TestCommon"].split("│")[4].strip().replace(",", "")) > 1000  # ours, collected
+    assert "total of PyTorch's files above" in done.stdout and "│       4 │" in done.stdout
+
+
+@pytest.fixture
+def benchmark(monkeypatch):
+    spec = importlib.util.spec_from_file_location("shard_balance", ROOT / "benchmarks" / "shard_balance.py")
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, spec.name, module)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.unit
+def test_shards_weighed_on_durations_beat_test_counts_on_uneven_tests(benchmark):
+    """One file of 40 tests, every fourth 20 times slower, and two small files: counts deal the
+    tests round, so one shard gets every slow one; durations spread them."""
+    tests = {f"big.py::T::t{i:02}": (20.0 if i % 4 == 0 else 1.0) for i in range(40)}
+    tests.update({"a.py::T::t": 5.0, "b.py::T::t": 5.0})
+    truth = History(tests, {"big.py": 2.0, "a.py": 2.0, "b.py": 2.0}, ("run",))
+    [found] = benchmark.balances(truth, truth, [4])
+    assert found.with_durations <= 1.15 < found.with_counts
+    assert found.longest_seconds < (sum(tests.values()) + 6.0) / 4 * 1.15
