@@ -4,13 +4,12 @@ The harness writes one file per test file, with every test in it, crashed and ti
 included, the exact outcome, node id, replay command and rerun attempts as properties.
 
 Reading accepts the harness's own files and any other JUnit XML: pytest's --junitxml (xdist and
-pytest-rerunfailures included), PyTorch CI's reports, unittest-style reports, Maven-surefire-style
-rerun elements. ElementTree's C parser builds the elements and Python reads each suite once it has
-ended, rather than junitparser's object model or defusedxml's iterparse (ElementTree's pure-Python
-parser), both several times slower than a bare parse (numbers in docs/history.md). defusedxml's
-guards are kept in front of it (_Guard): entity declarations and external references are refused
-(billion laughs), a tag longer than MAX_TOKEN is refused (a billion-character attribute), memory
-holds one suite. Every unreadable file ends in one HarnessError naming the file.
+pytest-rerunfailures included), unittest-style reports, Maven-surefire-style rerun elements.
+Reading streams through pyexpat with defusedxml's guards rather than junitparser's object model
+or defusedxml's iterparse, both several times slower than a bare ElementTree parse (numbers in
+docs/verdicts.md): entity declarations and external references are refused (billion laughs),
+a tag longer than MAX_TOKEN is refused (a billion-character attribute), memory stays flat.
+Every unreadable file ends in one HarnessError naming the file.
 """
 
 from __future__ import annotations
@@ -18,12 +17,9 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Iterable, Iterator
-from contextlib import suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
-from xml.etree.ElementTree import Element, ParseError, XMLPullParser
-
 from pyexpat import ExpatError, ParserCreate
 
 from defusedxml import DefusedXmlException, EntitiesForbidden, ExternalReferenceForbidden
@@ -133,195 +129,188 @@ def iter_results(path: Path) -> Iterator[TestResult]:
 
 def iter_fields(path: Path) -> Iterator[list[Fields]]:
     """The tests of `read_results` as Fields, in batches (the suites settled after each chunk read)."""
+    reader = _Reader(path)
     try:
         with open(path, "rb") as handle:
-            yield from _Reader(path).read(handle)
-    except (ParseError, ExpatError, DefusedXmlException, OSError, UnicodeError, ValueError) as error:
+            yield from reader.read(handle)
+    except (ExpatError, DefusedXmlException, OSError, UnicodeError, ValueError) as error:
         reason = " ".join(str(error).split()) or type(error).__name__
         raise HarnessError(f"{path}: not readable as JUnit XML: {type(error).__name__}: {reason}") from None
 
 
-class _RootStarted(Exception):
-    """The prolog guard's parser reached the root element: nothing before it declared an entity."""
+class _Case:
+    """What a <testcase> holds beyond its own element: made only for a case that has some (a pass in
+    pytest's JUnit stays a bare attribute dict)."""
+
+    __slots__ = ("attributes", "properties", "outcome", "text", "attempts")
+
+    def __init__(self, attributes: dict[str, str]) -> None:
+        self.attributes = attributes
+        self.properties: dict[str, str] = {}
+        self.outcome: tuple[str, dict[str, str]] | None = None  # the first failure/error/skipped element
+        self.text: list[str] = []
+        self.attempts: list[str] = []
 
 
-class _Guard:
-    """defusedxml's protections for a file that ElementTree's C parser reads, which offers no handler
-    to refuse entities and shows no byte position.
-
-    Entities can only be declared in a document type declaration, which precedes the root element:
-    pyexpat with defusedxml's handlers reads the bytes up to the root (a few hundred, usually) and
-    refuses any declaration or external reference, so the C parser never sees one. And a tag still
-    open after MAX_TOKEN bytes (a `<` with no `>` after it; text cannot hold a bare `<`) is refused
-    before expat re-scans it on every feed."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.prolog = ParserCreate()
-        self.prolog.StartElementHandler = _root
-        self.prolog.EntityDeclHandler = _entity
-        self.prolog.UnparsedEntityDeclHandler = _entity
-        self.prolog.ExternalEntityRefHandler = _external
-        self.prolog_read = False
-        self.position = 0
-        self.open_since: int | None = None  # where the tag still open began
-
-    def check(self, chunk: bytes) -> None:
-        """Look at the next chunk before the C parser does."""
-        if not self.prolog_read:
-            try:
-                self.prolog.Parse(chunk, False)
-            except _RootStarted:
-                self.prolog_read = True
-        opening, closing = chunk.rfind(b"<"), chunk.rfind(b">")
-        if opening > closing:
-            self.open_since = self.position + opening
-        elif closing > opening:
-            self.open_since = None
-        self.position += len(chunk)
-        if self.open_since is not None and self.position - self.open_since > MAX_TOKEN:
-            raise HarnessError(f"{self.path}: not readable as JUnit XML: a tag longer than "
-                               f"{MAX_TOKEN >> 20} MiB (a corrupt or hostile file)")
-
-    def close(self) -> None:
-        """A file that ended before its root element (empty, or not XML) fails here, as expat says."""
-        if not self.prolog_read:
-            self.prolog.Parse(b"", True)
-
-
-def _root(tag: str, attributes: dict[str, str]) -> None:
-    if tag not in ("testsuites", "testsuite"):
-        raise ValueError(f"root element is <{tag}>, not <testsuites> or <testsuite>")
-    raise _RootStarted
-
-
-def _entity(name: str, *rest: object) -> None:
-    raise EntitiesForbidden(name, None, None, None, None, None)
-
-
-def _external(context: str, base: str | None, system_id: str | None, public_id: str | None) -> None:
-    raise ExternalReferenceForbidden(context, base, system_id, public_id)
+@dataclass
+class _Suite:
+    properties: dict[str, str] = field(default_factory=dict)
+    cases: list[_Case | dict[str, str]] = field(default_factory=list)  # a bare case is its attributes
 
 
 class _Reader:
-    """ElementTree's C parser builds each element; Python looks at a suite once it has ended, keeps
-    what a result needs and clears it. A plain pass (a <testcase> with nothing inside, most of
-    pytest's JUnit) costs a few attribute reads: the parse, not Python, is the cost per test."""
+    """pyexpat with the guards defusedxml puts on its parsers (no entity declarations, no external
+    references) and handlers that keep only what a result needs: a third of the cost of
+    ElementTree's pure-Python parser, which defusedxml's iterparse uses. The handlers run once per
+    element of every file of a side (a million times for a side of PyTorch's size): they test the
+    commonest elements first and allocate nothing for a bare <testcase>."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        self.settled: list[Fields] = []
+        self.suites: list[_Suite] = [_Suite()]  # the outermost one holds cases outside any <testsuite>
+        self.cases = self.suites[-1].cases  # the innermost suite's (a case's end puts it there)
+        self.case: dict[str, str] | None = None  # the attributes of the open <testcase>
+        self.detail: _Case | None = None  # and what it holds, once it holds something
         self.file_modules: dict[str, str] = {}  # a case's file attribute -> its module
         self.class_modules: dict[str, str] = {}  # a case's classname (no file attribute) -> its module
+        self.parser = ParserCreate()
+        self.parser.buffer_text = True
+        self.parser.buffer_size = 1 << 16
+        self.parser.StartElementHandler = self._root
+        self.parser.EndElementHandler = self._end
+        self.parser.EntityDeclHandler = self._entity
+        self.parser.UnparsedEntityDeclHandler = self._entity
+        self.parser.ExternalEntityRefHandler = self._external
 
     def read(self, handle: BinaryIO) -> Iterator[list[Fields]]:
-        """The tests of every suite ended so far, after each chunk."""
-        guard = _Guard(self.path)
-        parser = XMLPullParser(("end",))
-        while chunk := handle.read(READ_CHUNK):
-            guard.check(chunk)
-            parser.feed(chunk)
-            if settled := self._settled(parser):
-                yield settled
-        guard.close()
-        parser.close()
-        if settled := self._settled(parser):
-            yield settled
+        """The tests of every suite settled so far, after each chunk."""
+        try:
+            position = 0
+            while chunk := handle.read(READ_CHUNK):
+                if position - max(self.parser.CurrentByteIndex, 0) > MAX_TOKEN:
+                    raise HarnessError(f"{self.path}: not readable as JUnit XML: a tag longer than "
+                                       f"{MAX_TOKEN >> 20} MiB (a corrupt or hostile file)")
+                self.parser.Parse(chunk, False)
+                position += len(chunk)
+                if self.settled:
+                    yield self._taken()
+            self.parser.Parse(b"", True)
+        finally:
+            del self.parser  # its handlers point back here: without this, a cycle keeps expat's buffers
+        self._settle(self.suites.pop())
+        if self.settled:
+            yield self._taken()
 
-    def _settled(self, parser: XMLPullParser) -> list[Fields]:
-        """The tests of the suites that ended (a suite's own, then those outside any suite, under the
-        root <testsuites>); each suite is cleared once read, so memory holds one at a time."""
-        settled: list[Fields] = []
-        for _, element in parser.read_events():
-            if element.tag in _SUITE_ELEMENTS:
-                settled.extend(self._suite(element))
-                element.clear()
+    def _taken(self) -> list[Fields]:
+        settled, self.settled = self.settled, []
         return settled
 
-    def _suite(self, suite: Element) -> Iterable[Fields]:
-        """A suite's cases as Fields once its properties (file, replay_prefix) are known; a test
-        written twice in one suite is a rerun: the last attempt decides."""
-        properties = {p.get("name", ""): p.get("value", "") for p in suite.iterfind("properties/property")}
-        file = properties.get("file")
-        suite_module = _module(file, "", self.path) if file else None
-        found: list[Fields] = []
-        for case in suite.iter("testcase"):
-            attributes = case.attrib
+    def _root(self, tag: str, attributes: dict[str, str]) -> None:
+        if tag not in ("testsuites", "testsuite"):
+            raise ValueError(f"root element is <{tag}>, not <testsuites> or <testsuite>")
+        self.parser.StartElementHandler = self._start
+        self._start(tag, attributes)
+
+    def _start(self, tag: str, attributes: dict[str, str]) -> None:
+        if tag == "testcase":
             name = attributes.get("name")
             if not name or name.isspace():
-                raise HarnessError(f"{self.path}:{_nameless_line(self.path)}: <testcase> without a name: "
+                raise HarnessError(f"{self.path}:{self.parser.CurrentLineNumber}: <testcase> without a name: "
                                    "a test that cannot be named cannot be compared")
+            self.case, self.detail = attributes, None
+        elif tag == "property":
+            target = self.suites[-1].properties if self.case is None else self._detail().properties
+            target[attributes.get("name", "")] = attributes.get("value", "")
+        elif tag == "testsuite":
+            self.suites.append(_Suite())
+            self.cases = self.suites[-1].cases
+        elif self.case is None:
+            return
+        elif tag in _OUTCOME_ELEMENTS:
+            detail = self._detail()
+            if detail.outcome is None:
+                detail.outcome = (tag, attributes)
+                self.parser.CharacterDataHandler = detail.text.append  # only an outcome's text is kept
+        elif tag in _ATTEMPT_ELEMENTS:
+            self._detail().attempts.append(f"{_ATTEMPT_ELEMENTS[tag]}: {attributes.get('message', '')}".rstrip(": "))
+
+    def _detail(self) -> _Case:
+        """The open <testcase>'s _Case (called only inside one), made when it first holds something."""
+        if self.detail is None:
+            self.detail = _Case(self.case or {})
+        return self.detail
+
+    def _end(self, tag: str) -> None:
+        if tag == "testcase":
+            if self.case is not None:
+                self.cases.append(self.case if self.detail is None else self.detail)
+                self.case = self.detail = None
+        elif tag == "property":
+            return
+        elif tag == "testsuite":
+            self._settle(self.suites.pop())
+            self.cases = self.suites[-1].cases
+        elif tag in _OUTCOME_ELEMENTS:
+            self.parser.CharacterDataHandler = None
+
+    def _entity(self, name: str, *rest: object) -> None:
+        raise EntitiesForbidden(name, None, None, None, None, None)
+
+    def _external(self, context: str, base: str | None, system_id: str | None, public_id: str | None) -> None:
+        raise ExternalReferenceForbidden(context, base, system_id, public_id)
+
+    def _settle(self, suite: _Suite) -> None:
+        """A suite's cases become Fields once its properties (file, replay_prefix) are known;
+        a test written twice in one suite is a rerun: the last attempt decides."""
+        found: dict[tuple[str, str], Fields] = {}
+        properties = suite.properties
+        file = properties.get("file")
+        suite_module = _module(file, "", self.path) if file else None
+        for case in suite.cases:
+            bare = isinstance(case, dict)
+            attributes = case if bare else case.attributes
             classname = attributes.get("classname", "")
+            name = attributes["name"]
             module = suite_module or self._module(attributes.get("file"), classname)
-            if len(case):
-                found.append(_fields(case, classname, name, module, properties))
+            if bare:
+                fields: Fields = (classname, name, _PASSED, module, _seconds(attributes.get("time")), "", "", "", "", ())
             else:
-                found.append((classname, name, _PASSED, module, _seconds(attributes.get("time")), "", "", "", "", ()))
-        if len({fields[1] for fields in found}) == len(found):  # no name twice: no rerun (the common case)
-            return found
-        reruns: dict[tuple[str, str], Fields] = {}
-        for fields in found:
-            earlier = reruns.pop(fields[:2], None)
-            reruns[fields[:2]] = fields if earlier is None else _rerun(earlier, fields)  # in its last place
-        return reruns.values()
+                fields = _fields(case, classname, module, properties)
+            key = (classname, name)
+            earlier = found.get(key)
+            if earlier is not None:
+                del found[key]  # a rerun takes the place of its last attempt
+                fields = _rerun(earlier, fields)
+            found[key] = fields
+        self.settled.extend(found.values())
 
     def _module(self, file: str | None, classname: str) -> str:
         """`_module`, asked once per file or class (each names many tests)."""
         known = self.file_modules if file else self.class_modules
-        module = known.get(file or classname)
+        name = file or classname
+        module = known.get(name)
         if module is None:
-            module = known[file or classname] = _module(file or "", classname, self.path)
+            module = known[name] = _module(file or "", classname, self.path)
         return module
 
 
-_SUITE_ELEMENTS = frozenset({"testsuite", "testsuites"})
 _OUTCOME_ELEMENTS = frozenset({"failure", "error", "skipped"})
 _PASSED = Outcome.PASSED.value  # a plain str: SQLite binds it without looking for an adapter
 
 
-def _nameless_line(path: Path) -> int:
-    """The line of the first <testcase> without a name (the C parser shows no positions): read
-    again, only on this error, by pyexpat with the prolog's guards."""
-    parser = ParserCreate()
-    parser.EntityDeclHandler = parser.UnparsedEntityDeclHandler = _entity
-    parser.ExternalEntityRefHandler = _external
-    lines: list[int] = []
-
-    def start(tag: str, attributes: dict[str, str]) -> None:
-        name = attributes.get("name")
-        if tag == "testcase" and (not name or name.isspace()):
-            lines.append(parser.CurrentLineNumber)
-            raise _RootStarted  # stops the parse: the line is found
-
-    parser.StartElementHandler = start
-    with open(path, "rb") as handle, suppress(_RootStarted):
-        parser.ParseFile(handle)
-    return lines[0] if lines else 0
-
-
-def _fields(case: Element, classname: str, name: str, module: str, suite_props: dict[str, str]) -> Fields:
-    """The Fields of a case that holds more than its own element: properties, an outcome (the first
-    failure, error or skipped element, with its text), attempts."""
-    props: dict[str, str] = {}
-    outcome: Element | None = None
-    attempts = []
-    for element in case.iter():
-        tag = element.tag
-        if tag == "property":
-            props[element.get("name", "")] = element.get("value", "")
-        elif tag in _OUTCOME_ELEMENTS:
-            outcome = outcome if outcome is not None else element
-        elif tag in _ATTEMPT_ELEMENTS:
-            attempts.append(_attempt(_ATTEMPT_ELEMENTS[tag], element.get("message", "")))
-    outcome_attributes = outcome.attrib if outcome is not None else {}
+def _fields(case: _Case, classname: str, module: str, suite_props: dict[str, str]) -> Fields:
+    """The Fields of a case that holds more than its own element: properties, an outcome, attempts."""
+    props = case.properties
+    tag, outcome_attributes = case.outcome or ("", {})
     recorded = [props[key] for key in sorted((k for k in props if k.startswith("attempt.")), key=_attempt_number)
                 ] if "attempt.1" in props else []
     nodeid = props.get("nodeid", "")
-    return (classname, name,
-            props.get("outcome") or _outcome(outcome.tag if outcome is not None else "",
-                                             outcome_attributes.get("type") or ""),
-            module, _seconds(case.get("time")), outcome_attributes.get("message", ""),
-            "".join(outcome.itertext()) if outcome is not None else "", nodeid,
-            props.get("replay") or _suite_replay(suite_props, nodeid), (*recorded, *attempts))
+    return (classname, case.attributes["name"],
+            props.get("outcome") or _outcome(tag, outcome_attributes.get("type") or ""),
+            module, _seconds(case.attributes.get("time")), outcome_attributes.get("message", ""),
+            "".join(case.text), nodeid, props.get("replay") or _suite_replay(suite_props, nodeid),
+            (*recorded, *case.attempts))
 
 
 def _rerun(earlier: Fields, later: Fields) -> Fields:
