@@ -411,13 +411,24 @@ class JUnitFiles:
         return cls(tuple(found))
 
     def __iter__(self) -> Iterator[TestResult]:
-        for path in self.paths:
-            yield from iter_results(path)
+        for batch in self.batches():
+            for fields in batch:
+                yield TestResult(*fields)
 
     def batches(self) -> Iterator[list[Fields]]:
-        """Every file's tests as Fields, a batch at a time (what the stream into SQLite reads)."""
+        """Every file's tests as Fields, a batch at a time (what the stream into SQLite reads). A file
+        that cannot be read does not stop the others: once all are read, one line names it, and the
+        others that could not be read with it (so one pass finds every broken file of a side)."""
+        unreadable: list[tuple[Path, HarnessError]] = []
         for path in self.paths:
-            yield from iter_fields(path)
+            try:
+                yield from iter_fields(path)
+            except HarnessError as error:
+                unreadable.append((path, error))
+        if unreadable:
+            (_, first), *others = unreadable
+            also = f" (also not readable: {', '.join(str(path) for path, _ in others)})" if others else ""
+            raise HarnessError(f"{first}{also}")
 
     @property
     def size(self) -> int:

@@ -98,7 +98,7 @@ class _Writer:
         instead of 10, which halves what SQLite spends on it."""
         first = self.seq + 1
         self.seq += len(batch)
-        tests = [key(classname, name) for classname, name, *_ in batch]
+        tests = [key(fields[0], fields[1]) for fields in batch]  # (no starred unpacking: a list per test)
         reports = list(zip(tests, range(first, self.seq + 1), batch))
         if len(set(tests)) < len(tests):
             reports = self._folded(reports)

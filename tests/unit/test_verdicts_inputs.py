@@ -67,3 +67,18 @@ def test_long_captured_output_is_not_mistaken_for_a_hostile_tag(tmp_path):
         handle.write(b"</system-out></testcase></testsuite>")
     [result] = read_results(path)
     assert (result.module, result.outcome) == ("m", "passed")
+
+
+def test_every_unreadable_file_of_a_side_is_named_in_its_one_line(tmp_path, capsys):
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    for side in (good, bad):
+        side.mkdir()
+        (side / "b_report.xml").write_text('<testsuite name="s"><testcase classname="m" name="t"/></testsuite>')
+    truncated, not_xml = bad / "a_truncated.xml", bad / "c_not_xml.xml"
+    CASES["truncated"][0](truncated)
+    CASES["not XML"][0](not_xml)
+    assert main(["diff", str(good), str(bad)]) == 3
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert err.startswith(f"harness: error: {truncated}: not readable as JUnit XML: ") and "no element found" in err
+    assert err.rstrip().endswith(f"(also not readable: {not_xml})")
