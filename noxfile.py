@@ -159,7 +159,8 @@ def tests(session: nox.Session) -> None:
     CPython 3.14 + CinderX."""
     ensure_chromium(session)
     session.install("--disable-pip-version-check", "-e", f"{ROOT}[test]", TEST_TORCH)
-    session.run("pytest", *session.posargs, env={Setting.CHROMIUM: str(CHROMIUM)})
+    # the 30 slowest tests in every log, to see what the suite's time goes to (a later --durations wins)
+    session.run("pytest", "--durations=30", *session.posargs, env={Setting.CHROMIUM: str(CHROMIUM)})
 
 
 @nox.session(python=False)

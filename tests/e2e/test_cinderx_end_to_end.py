@@ -23,9 +23,28 @@ ROOT = Path(__file__).resolve().parents[2]
 SMOKE = "harness/smoke/test_smoke.py"
 
 
+# The sessions whose environments nox (re)installed in this pytest process: later calls reuse them as
+# they are (`--no-install`), skipping a pip install of the harness that changes nothing (~10 s each).
+INSTALLED: set[str] = set()
+
+
+def sessions_named(args: tuple[str, ...]) -> set[str]:
+    """The sessions after `-s`, up to the next option or `--`."""
+    if "-s" not in args:
+        return set()
+    named = args[args.index("-s") + 1:]
+    return set(named[:next((i for i, arg in enumerate(named) if arg.startswith("-")), len(named))])
+
+
 def nox(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "nox", "-f", str(ROOT / "noxfile.py"), *args],
+    """nox on the project's noxfile; each session's environment is installed once per pytest process."""
+    sessions = sessions_named(args)
+    reuse = ("--no-install",) if sessions and sessions <= INSTALLED else ()
+    done = subprocess.run([sys.executable, "-m", "nox", "-f", str(ROOT / "noxfile.py"), *reuse, *args],
                           capture_output=True, text=True, env={**os.environ, **env}, cwd=ROOT)
+    if done.returncode == 0:
+        INSTALLED.update(sessions)
+    return done
 
 
 def harness(python: Path | str, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

@@ -14,6 +14,7 @@ import json
 import os
 import re
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,7 @@ import pytest
 from harness.compare.identity import disagreements
 from harness.protocol import Env
 from harness.compare.sides import load_side
+from harness.record.model import FileRecord
 from harness.record.store import RunDirectory, find_runs
 from tests.e2e.test_cinderx_end_to_end import ROOT, nox, session_python
 
@@ -69,13 +71,16 @@ def test_p1_records_agree_with_pytest_alone(p1: Path, tmp_path: Path):
     record = RunDirectory(run).read_record()
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
     env.pop("CI", None)
-    for file in record.files:
-        junit = tmp_path / f"{file.module}.xml"
+
+    def pytest_alone(file: FileRecord) -> subprocess.CompletedProcess[str]:
         narrowed = {Env.ENTRIES: ",".join(P1_ENTRIES)} if file.file in record.narrowed else {}
-        done = subprocess.run([str(session_python("stock-p1")), "-bb", "-m", "pytest", file.file, "-q",
-                               "-p", "no:cacheprovider", f"--junitxml={junit}"], cwd=ROOT, env={**env, **narrowed},
-                              capture_output=True, text=True)
-        assert done.returncode in (0, 1), done.stdout[-2000:] + done.stderr[-2000:]
+        return subprocess.run([str(session_python("stock-p1")), "-bb", "-m", "pytest", file.file, "-q",
+                               "-p", "no:cacheprovider", f"--junitxml={tmp_path / f'{file.module}.xml'}"],
+                              cwd=ROOT, env={**env, **narrowed}, capture_output=True, text=True)
+
+    with ThreadPoolExecutor(2) as pool:  # a process per file as before, two at a time (one thread each)
+        for done in pool.map(pytest_alone, record.files):
+            assert done.returncode in (0, 1), done.stdout[-2000:] + done.stderr[-2000:]
     ours = load_side(run).results
     assert disagreements(ours, load_side(tmp_path).results) == []
     assert sum(1 for _ in ours) > 20
