@@ -318,11 +318,14 @@ def optimizer_pair(optim_info: Any, optim_input: Any, device: str, dtype: torch.
     return optim_info.optim_cls(first, **optim_input.kwargs), optim_info.optim_cls(second, **optim_input.kwargs)
 
 
-def set_gradients(optimizer: Any, step: int) -> None:
+def set_gradients(optimizer: Any, step: int, optim_info: Any) -> None:
+    """The same gradients for every optimizer of a check at one step: sparse for an optimizer that
+    takes only sparse gradients (SparseAdam)."""
     generator = torch.Generator().manual_seed(step)
     for group in optimizer.param_groups:
         for p in group["params"]:
-            p.grad = torch.randn(p.shape, generator=generator).to(p.device, p.dtype)
+            grad = torch.randn(p.shape, generator=generator).to(p.device, p.dtype)
+            p.grad = grad.to_sparse() if optim_info.only_supports_sparse_grads else grad
 
 
 def stepper(optimizer: Any) -> Callable[[], Any]:
@@ -341,8 +344,8 @@ def check_optimizer(case: TestCase, device: str, dtype: torch.dtype, optim_info:
         with backend_settings(backend):
             step = compiled(stepper(optimizer), backend, counter)
             for number in range(OPTIMIZER_STEPS):
-                set_gradients(optimizer, number)
-                set_gradients(twin, number)
+                set_gradients(optimizer, number, optim_info)
+                set_gradients(twin, number, optim_info)
                 step()
                 stepper(twin)()
             prove_compiled(counter, calls=OPTIMIZER_STEPS)
@@ -403,7 +406,7 @@ def hot_optimizer_test(chosen: list, state: HotState, backend: Backend) -> Calla
     def test(self: TestCase, device: str, dtype: torch.dtype, optim_info: Any) -> None:
         optim_input = next(iter(optim_info.optim_inputs_func(device=device, dtype=dtype)))
         optimizer, _ = optimizer_pair(optim_info, optim_input, device, dtype)
-        set_gradients(optimizer, 0)
+        set_gradients(optimizer, 0, optim_info)
         check_hot(self, state, optimizer.step, backend, (lambda: torch.zeros(()),), {})
     return test
 
