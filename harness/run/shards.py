@@ -107,7 +107,7 @@ def units(grouped: Mapping[str, Sequence[str]], history: History, collect: Colle
     """Whole files, and the tests of files too heavy to stay whole (collected only when needed)."""
     explicit = {file: tuple(targets) for file, targets in grouped.items() if targets != [file]}
     weigh = _duration_weigher(history) if history.tests else _count_weigher()
-    need = [file for file in grouped if file not in explicit and not history.tests]
+    need = [file for file in grouped if file not in explicit and not weigh.recorded(file)]
     known = {**explicit, **{file: found.nodeids for file, found in collect(need).items() if not found.error}}
     sizes = {file: weigh.file(file, known.get(file)) for file in grouped}
     fair = sum(sizes.values()) / count
@@ -127,15 +127,18 @@ def units(grouped: Mapping[str, Sequence[str]], history: History, collect: Colle
 class _Weigher:
     test: Callable[[str], float]
     file: Callable[[str, tuple[str, ...] | None], float]
+    recorded: Callable[[str], bool]  # whether a file's tests have recorded durations (else it is collected)
 
 
 def _count_weigher() -> _Weigher:
     """No history: every test weighs one; a file its number of tests (one if it collected none)."""
-    return _Weigher(lambda nodeid: 1.0, lambda file, tests: float(max(len(tests or ()), 1)))
+    return _Weigher(lambda nodeid: 1.0, lambda file, tests: float(max(len(tests or ()), 1)), lambda file: False)
 
 
 def _duration_weigher(history: History) -> _Weigher:
-    """Recorded medians; a test or file never recorded weighs the median of its file's tests (or of all)."""
+    """Recorded medians; a test never recorded weighs the median of its file's tests (or of all); a
+    file never recorded is collected and weighs its tests at the median test and the median start,
+    so a big new file is not planned as a typical one (a 4,651-test file was, before)."""
     by_file: dict[str, list[float]] = {}
     for nodeid, seconds in history.tests.items():
         by_file.setdefault(nodeid.split("::", 1)[0], []).append(seconds)
@@ -149,12 +152,16 @@ def _duration_weigher(history: History) -> _Weigher:
         file = nodeid.split("::", 1)[0]
         return statistics.median(by_file[file]) if file in by_file else typical_test
 
+    typical_overhead = statistics.median(history.overhead.values()) if history.overhead else 0.0
+
     def file(name: str, tests: tuple[str, ...] | None) -> float:
         if tests is not None and (name in by_file or any(t in history.tests for t in tests)):
             return history.overhead.get(name, 0.0) + sum(test(t) for t in tests)
+        if tests is not None and name not in totals:
+            return typical_overhead + typical_test * max(len(tests), 1)
         return totals.get(name, typical_file)
 
-    return _Weigher(test, file)
+    return _Weigher(test, file, lambda name: name in by_file)
 
 
 def shard_targets(plan: Plan, index: int, grouped: Mapping[str, Sequence[str]]) -> tuple[str, ...]:

@@ -59,10 +59,21 @@ def test_with_history_only_heavy_files_are_collected():
     history = History({**{f"{BIG}::T::test_{i}": 5.0 for i in range(6)}, f"{SMALL[0]}::T::test_0": 2.0,
                        "test_c.py::T::test_0": 2.0}, {BIG: 8.0, SMALL[0]: 8.0, "test_c.py": 8.0}, ("run-1",))
     asked = []
-    found = units(grouped(BIG, *SMALL, "test_c.py"), history, collector({BIG: 7}, asked), 2)
-    assert asked == [BIG]  # test_b.py has no history: it weighs a typical file (10 s) and stays whole
+    found = units(grouped(BIG, *SMALL, "test_c.py"), history, collector({BIG: 7, SMALL[1]: 1}, asked), 2)
+    assert asked == [SMALL[1], BIG]  # test_b.py has no history: collected, it weighs 1 median test + a median start
+    assert next(u for u in found if u.name == SMALL[1]).weight == 8.0 + 5.0
     split = [u for u in found if not u.whole]
     assert len(split) == 7 and split[-1].weight == 5.0  # the new test weighs the median of its file's
+
+
+def test_a_big_file_never_recorded_weighs_its_tests_not_a_typical_file():
+    """Seen on a checkout: test_reductions.py (4,651 tests) added to a history of five small files was
+    planned as one typical small file, and its shard took four times the other's."""
+    history = History({f"{name}::T::test_0": 2.0 for name in SMALL}, {name: 8.0 for name in SMALL}, ("run-1",))
+    found = units(grouped(*SMALL, BIG), history, collector({BIG: 100}), 2)
+    plan = assign(found, {BIG: 8.0}, 2)
+    assert sum(u.weight for u in found if u.file == BIG) >= 100 * 2.0
+    assert plan.balance < 1.15, plan.loads
 
 
 def test_shards_cover_every_test_once_and_a_file_held_whole_runs_whole():
