@@ -31,6 +31,7 @@ from torch.utils._pytree import tree_flatten
 
 from harness.interop.backend import CountingBackend
 from harness.interop.cells import claim
+from harness.interop.subjects import copy_function
 from harness.run import jit
 from harness.smoke.jitcheck import hot_calls, jit_on
 from harness.torch_suites.entries import instantiate_cpu_tests
@@ -172,8 +173,7 @@ def fresh_function(target: Callable[..., Any], name: str) -> types.FunctionType:
     def call(*args: Any, **kwargs: Any) -> Any:
         return target(*args, **kwargs)
 
-    code = call.__code__.replace(co_name=name, co_qualname=name)
-    return types.FunctionType(code, call.__globals__, name, None, call.__closure__)
+    return copy_function(call, name)
 
 
 def _forward(self: torch.nn.Module, *args: Any, **kwargs: Any) -> Any:
@@ -182,8 +182,7 @@ def _forward(self: torch.nn.Module, *args: Any, **kwargs: Any) -> Any:
 
 def module_wrapper(target: Callable[..., Any]) -> torch.nn.Module:
     """A user's module whose forward calls `target`: a class of its own with a forward code of its own."""
-    forward = types.FunctionType(_forward.__code__.replace(), _forward.__globals__, "forward")
-    module = type("UserModule", (torch.nn.Module,), {"forward": forward})()
+    module = type("UserModule", (torch.nn.Module,), {"forward": copy_function(_forward, "forward")})()
     module.target = target
     return module
 
