@@ -159,8 +159,10 @@ def tests(session: nox.Session) -> None:
     CPython 3.14 + CinderX."""
     ensure_chromium(session)
     session.install("--disable-pip-version-check", "-e", f"{ROOT}[test]", TEST_TORCH)
-    # the 30 slowest tests in every log, to see what the suite's time goes to (a later --durations wins)
-    session.run("pytest", "--durations=30", *session.posargs, env={Setting.CHROMIUM: str(CHROMIUM)})
+    # A worker per core, a module at a time in the order tests/conftest.py sets (the modules sharing the
+    # project's nox environments as one group); the 30 slowest tests in every log (later options win)
+    session.run("pytest", "--numprocesses=auto", "--dist=loadgroup", "--no-loadscope-reorder", "--durations=30",
+                *session.posargs, env={Setting.CHROMIUM: str(CHROMIUM)})
 
 
 @nox.session(python=False)

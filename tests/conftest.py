@@ -8,6 +8,7 @@ without one stops the session at collection, and a `unit` test that starts a pro
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -37,6 +38,29 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     if unmarked:
         raise pytest.UsageError(f"{len(unmarked)} tests carry none of the marks {', '.join(KINDS)} "
                                 f"(tests/conftest.py), the first: {unmarked[0]}")
+    items.sort(key=_schedule_rank)
+    for item in items:
+        if not item.get_closest_marker("xdist_group"):
+            item.add_marker(pytest.mark.xdist_group(item.path.stem))
+
+
+def _schedule_rank(item: pytest.Item) -> int:
+    """Workers take the modules in this order (`--no-loadscope-reorder`), each a module at a time: the
+    shared group first, as it is the longest and runs on one worker, then the slower kinds first."""
+    if item.get_closest_marker("xdist_group"):
+        return 0
+    return next(rank for rank, kind in enumerate(("e2e", "integration", "unit"), start=1)
+                if item.get_closest_marker(kind))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Under pytest-xdist (`nox -s tests` runs workers with `--dist loadgroup`) each module is one unit
+    of work, so its module-scoped fixtures are built once; modules that share state outside their
+    temporary folders (the project's own nox environments) name one group and run one after another.
+    The processes the tests start see the environment a user's shell has, not a worker's variables."""
+    if hasattr(config, "workerinput"):
+        for name in [name for name in os.environ if name.startswith("PYTEST_XDIST_")]:
+            del os.environ[name]
 
 
 class _UnitGuard:

@@ -10,19 +10,16 @@ The layer never holds a configuration's own packages, so `stock` cannot see Cind
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import shutil
 import subprocess
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from harness.configure.configurations import Configuration
-from harness.configure.provision import cache_root, ensure_python, find_python, provisioned_python
+from harness.configure.provision import cache_lock, cache_root, ensure_python, find_python, provisioned_python
 from harness.errors import HarnessError
 
 LAYER_PTH = "_harness_layer.pth"
@@ -73,7 +70,7 @@ def ensure_layer(python: Path, requirements: tuple[str, ...]) -> Layer:
     key = hashlib.sha256(json.dumps([str(python.resolve()), version, sorted(requirements)]).encode()).hexdigest()[:12]
     root = cache_root() / "layers" / f"py{version}-{key}"
     complete = root / "layer.json"
-    with _locked(root.with_suffix(".lock")):
+    with cache_lock(root.with_suffix(".lock")):
         if complete.is_file():
             return Layer(root, _site_packages(root), requirements, None)
         began = time.monotonic()
@@ -107,14 +104,3 @@ def _run_text(command: list[str]) -> str:
         raise HarnessError(f"{command[0]} failed: {done.stderr.strip()[-300:]}")
     return done.stdout.strip()
 
-
-@contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    """One builder at a time per layer, across processes (parallel sessions, CI matrix on one host)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)

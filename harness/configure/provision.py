@@ -10,6 +10,7 @@ Standard library only: the noxfile calls this before any virtual environment exi
 
 from __future__ import annotations
 
+import fcntl
 import os
 import platform
 import re
@@ -18,6 +19,8 @@ import subprocess
 import sys
 import tempfile
 import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -75,7 +78,22 @@ def ensure_python(version: str) -> Path:
             f"python{version} not found on PATH; install it (pyenv install {version}, "
             f"uv python install {version}, your distribution's python{version} package) and retry"
         )
-    return _provision_from_debian_sid(version)
+    target = provisioned_python(version).parents[3]
+    with cache_lock(target.with_suffix(".lock")):
+        return find_python(version) or _provision_from_debian_sid(version)  # another process may have won
+
+
+@contextmanager
+def cache_lock(path: Path) -> Iterator[None]:
+    """One builder at a time for a cache entry, across processes (parallel sessions and test workers, a
+    CI matrix on one host): whoever waited finds the entry built."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def _runs(python: Path) -> bool:
