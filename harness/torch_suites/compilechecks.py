@@ -35,6 +35,7 @@ from harness.interop.subjects import copy_function
 from harness.run import jit
 from harness.smoke.jitcheck import hot_calls, jit_on
 from harness.torch_suites.entries import instantiate_cpu_tests
+from harness.torch_suites.optimizers import takes_vectors
 
 
 class Backend(StrEnum):
@@ -301,11 +302,7 @@ OPTIMIZER_STEPS = 3  # each step changes the optimizer's state (its step count):
 
 def parameters(optim_info: Any, device: str, dtype: torch.dtype) -> list[torch.nn.Parameter]:
     """A weight matrix and a bias vector (only the matrix for optimizers that refuse vectors)."""
-    shapes = [(4, 3), (4,)]
-    try:
-        optim_info.optim_cls([torch.nn.Parameter(torch.zeros(2))])
-    except ValueError:
-        shapes = [(4, 3)]
+    shapes = [(4, 3), (4,)] if takes_vectors(optim_info) else [(4, 3)]
     generator = torch.Generator().manual_seed(0)
     return [torch.nn.Parameter(torch.randn(shape, generator=generator).to(device, dtype)) for shape in shapes]
 

@@ -36,21 +36,11 @@ from torch.testing._internal.common_optimizers import (
 from torch.testing._internal.common_utils import TestCase, parametrize, run_tests
 
 from harness.torch_suites.entries import Entries, instantiate_cpu_tests
+from harness.torch_suites.optimizers import takes_vectors
 
 ENTRIES = Entries(tuple(optim_db), full_name=lambda info: info.name)
 OPTIMIZERS = ENTRIES.chosen()
-
-
-def _takes_vectors(optim_info) -> bool:
-    """Whether the optimizer accepts a 1-D parameter (Muon takes only matrices)."""
-    try:
-        optim_info.optim_cls([Parameter(torch.zeros(2))])
-    except ValueError:
-        return False
-    return True
-
-
-VECTOR_OPTIMIZERS = [info for info in OPTIMIZERS if _takes_vectors(info)]  # the W x + b checks
+VECTOR_OPTIMIZERS = [info for info in OPTIMIZERS if takes_vectors(info)]  # the W x + b checks
 STEPS = 20  # steps of the direction checks, as in PyTorch
 COMPARED_STEPS = 7  # foreach against for-loop: RAdam's rectification starts to matter at step 6
 
