@@ -12,6 +12,7 @@ from harness.protocol import Outcome
 _SIGNAL = re.compile(r"\bSIG[A-Z]+\b")
 _EXIT = re.compile(r"exit status (-?\d+)")
 _FALLBACK = re.compile(r"\(silent fallback\)|torch\.compile with fullgraph=True found no compiled frames")
+_BUILD = re.compile(r"Inductor's C\+\+ build failed|C\+\+ compile error")  # P3's InductorBuildFailed, Inductor's own
 _NUMERIC = re.compile(r"not close|Mismatched elements|Greatest (?:absolute|relative) difference|allclose", re.I)
 _INFRASTRUCTURE = re.compile(r"^(?:collection error|(?:E\s+)?(?:ImportError|ModuleNotFoundError)\b)")
 # A test that tried the network on a machine without it (name resolution, refused or unreachable
@@ -24,12 +25,13 @@ _EXCEPTION = re.compile(r"^(?:E\s+)?([A-Za-z_][\w.]*(?:Error|Exception|Exit|Inte
 CRASH, TIMEOUT, INFRASTRUCTURE, NUMERICS = "crash", "timeout", "infrastructure (collection or import)", "numerics beyond tolerance"
 NETWORK = "network (no network access)"
 FALLBACK = "torch.compile fell back to eager"  # the interop matrix's proof (harness/interop) or dynamo's own error
+BUILD = "Inductor's C++ build failed"
 
 
 def classify(outcome: str, message: str) -> str:
     """`crash (SIGSEGV)`, `timeout`, `infrastructure (collection or import)`, `network (no network
-    access)`, `torch.compile fell back to eager`, `numerics beyond tolerance`, `exception (TypeError)`,
-    or the bare outcome."""
+    access)`, `torch.compile fell back to eager`, `Inductor's C++ build failed`, `numerics beyond
+    tolerance`, `exception (TypeError)`, or the bare outcome."""
     text = message.strip()
     if outcome == Outcome.CRASHED:
         signal_name = _SIGNAL.search(text)
@@ -45,6 +47,8 @@ def classify(outcome: str, message: str) -> str:
         return NETWORK
     if _FALLBACK.search(text):
         return FALLBACK
+    if _BUILD.search(text):
+        return BUILD
     if _NUMERIC.search(text):
         return NUMERICS
     exception = _EXCEPTION.match(text)

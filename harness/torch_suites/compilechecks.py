@@ -15,9 +15,13 @@ without the JIT the same calls run interpreted: the check is the baseline.
 from __future__ import annotations
 
 import copy
+import functools
+import re
 import types
-from collections.abc import Callable, Iterable, Mapping, MutableMapping
-from contextlib import nullcontext
+import unittest
+import warnings
+from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping
+from contextlib import contextmanager
 from enum import StrEnum
 from itertools import islice
 from typing import Any
@@ -103,13 +107,72 @@ def seeded(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         return function(*args, **kwargs)
 
 
-def backend_settings(backend: Backend) -> Any:
-    """Inductor draws random numbers its own way unless told to fall back to eager's generator."""
-    if backend is Backend.INDUCTOR:
-        from torch._inductor import config
+@contextmanager
+def backend_settings(backend: Backend) -> Iterator[None]:
+    """Where `backend` compiles. For Inductor: its tests skip where it has no C++ compiler; its random
+    numbers come from eager's generator; a C++ build that fails is `InductorBuildFailed`, naming the
+    compiler's message (the same outcome under every configuration, and a test's, never the run's)."""
+    if backend is not Backend.INDUCTOR:
+        yield
+        return
+    from torch._inductor import config
 
-        return config.patch(fallback_random=True)
-    return nullcontext()
+    missing = missing_compiler()
+    if missing:
+        raise unittest.SkipTest(missing)
+    with config.patch(fallback_random=True):
+        try:
+            yield
+        except Exception as error:
+            message = build_failure(error)
+            if message is None:
+                raise
+            raise InductorBuildFailed(message) from error
+
+
+_COMPILER_ERROR = re.compile(r"\berror\b", re.IGNORECASE)  # gcc's and clang's diagnostics: `file:line:col: error: ...`
+
+
+class InductorBuildFailed(RuntimeError):
+    """Inductor generated C++ that the machine's compiler did not build."""
+
+
+class NoCompiler(UserWarning):
+    """Inductor finds no working C++ compiler here: the inductor backend's tests skip."""
+
+
+@functools.cache
+def missing_compiler() -> str | None:
+    """Why Inductor cannot build C++ here (its own compiler search, once per process, announced), or None."""
+    from torch._inductor.cpp_builder import get_cpp_compiler
+    from torch._inductor.exc import InvalidCxxCompiler
+
+    try:
+        get_cpp_compiler()
+    except InvalidCxxCompiler as error:
+        reason = f"Inductor has no C++ compiler: {error}"
+        warnings.warn(f"{reason}; the inductor backend's tests skip", NoCompiler, stacklevel=2)
+        return reason
+    return None
+
+
+def build_failure(error: BaseException) -> str | None:
+    """The compiler's first error line, when a C++ build failure is behind `error` (dynamo wraps the
+    backend's exceptions), else None."""
+    from torch._inductor.exc import CppCompileError, InvalidCxxCompiler
+
+    seen: set[int] = set()
+    cause: BaseException | None = error
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        if isinstance(cause, InvalidCxxCompiler):
+            return f"Inductor's C++ build failed: {cause}"
+        if isinstance(cause, CppCompileError):
+            lines = [line.strip() for line in str(cause.output).splitlines() if line.strip()]
+            first = next((line for line in lines if _COMPILER_ERROR.search(line)), lines[0] if lines else "no output")
+            return f"Inductor's C++ build failed: {first}"
+        cause = getattr(cause, "inner_exception", None) or cause.__cause__ or cause.__context__
+    return None
 
 
 def deterministic(function: Callable[..., Any], *args: Any, **kwargs: Any) -> bool:

@@ -57,3 +57,55 @@ def test_a_p3_module_fails_when_torch_compile_silently_runs_eagerly():
     assert "4 failed" in fallen.stdout, fallen.stdout[-1000:]  # the compile test and the three hot states
     compiled = run({})
     assert compiled.returncode == 0 and "4 passed" in compiled.stdout, compiled.stdout[-2000:]
+
+
+FAILING_COMPILER = """#!/bin/sh
+# answers --version as a working g++ does, then fails every build
+if [ "$1" = "--version" ]; then exec g++ --version; fi
+echo "kernel.cpp:7:5: error: the machine's compiler refused this" >&2
+exit 1
+"""
+
+
+def test_inductor_without_a_compiler_skips_with_the_reason_announced_once():
+    import unittest
+
+    from torch._inductor import config
+
+    from harness.torch_suites.compilechecks import Backend, NoCompiler, backend_settings, missing_compiler
+
+    missing_compiler.cache_clear()
+    try:
+        with config.patch({"cpp.cxx": (None, "/nonexistent/g++")}), pytest.warns(NoCompiler) as announced:
+            for _ in range(3):  # three inductor tests in one process
+                with pytest.raises(unittest.SkipTest, match=r"Inductor has no C\+\+ compiler: .*/nonexistent/g\+\+"):
+                    with backend_settings(Backend.INDUCTOR):
+                        pass
+    finally:
+        missing_compiler.cache_clear()
+    assert len(announced) == 1
+
+
+def test_a_failed_inductor_build_fails_the_test_naming_the_compilers_message(tmp_path):
+    import torch
+    from torch._inductor import config
+
+    from harness.compare.classify import classify
+    from harness.torch_suites.compilechecks import Backend, InductorBuildFailed, backend_settings, missing_compiler
+
+    compiler = tmp_path / "g++"
+    compiler.write_text(FAILING_COMPILER)
+    compiler.chmod(0o755)
+    missing_compiler.cache_clear()
+    try:
+        with config.patch({"cpp.cxx": (None, str(compiler)), "force_disable_caches": True}):
+            with pytest.raises(InductorBuildFailed) as failed:
+                with backend_settings(Backend.INDUCTOR):
+                    torch._dynamo.reset()
+                    torch.compile(lambda x: torch.sin(x) * 3 + 1, backend="inductor")(torch.ones(5))
+    finally:
+        missing_compiler.cache_clear()
+        torch._dynamo.reset()
+    message = f"InductorBuildFailed: {failed.value}"
+    assert "kernel.cpp:7:5: error: the machine's compiler refused this" in message
+    assert classify("failed", message) == "Inductor's C++ build failed"

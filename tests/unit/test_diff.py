@@ -102,6 +102,8 @@ def test_plain_junit_sides_are_compared_with_a_note():
 def test_classification_hints():
     assert classify("failed", "Tensor-likes are not close!") == "numerics beyond tolerance"
     assert classify("timeout", "timed out") == "timeout"
+    assert classify("failed", "InductorBuildFailed: Inductor's C++ build failed: x.cpp:3: error: 'y' was not declared"
+                    ) == "Inductor's C++ build failed"
     assert classify("error", "collection error: ImportError") == "infrastructure (collection or import)"
     assert classify("crashed", "process died with SIGBUS while running x") == "crash (SIGBUS)"
     assert classify("failed", "AssertionError: dynamo captured no graph of f: torch.compile's callable ran it "
