@@ -160,8 +160,8 @@ def tests(session: nox.Session) -> None:
     ensure_chromium(session)
     session.install("--disable-pip-version-check", "-e", f"{ROOT}[test]", TEST_TORCH)
     # A worker per core, a module at a time in the order tests/conftest.py sets (the modules sharing the
-    # project's nox environments as one group); the 30 slowest tests in every log (later options win)
-    session.run("pytest", "--numprocesses=auto", "--dist=loadgroup", "--no-loadscope-reorder", "--durations=30",
+    # project's nox environments as one unit); the 30 slowest tests in every log (later options win)
+    session.run("pytest", "--numprocesses=auto", "--dist=loadscope", "--no-loadscope-reorder", "--durations=30",
                 *session.posargs, env={Setting.CHROMIUM: str(CHROMIUM)})
 
 

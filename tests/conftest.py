@@ -39,52 +39,49 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         raise pytest.UsageError(f"{len(unmarked)} tests carry none of the marks {', '.join(KINDS)} "
                                 f"(tests/conftest.py), the first: {unmarked[0]}")
     items.sort(key=_schedule_rank)
-    for item in items:
-        if not item.get_closest_marker("xdist_group"):
-            item.add_marker(pytest.mark.xdist_group(item.path.stem))
+
+
+# pytest-xdist (`nox -s tests` runs a worker per core) hands out a module at a time, so a module's
+# fixtures are built once; these modules run nox on the project's own environments (.nox/ under the
+# root) and share them, so they are one unit of work, run one after another on one worker.
+SHARED_NOX = "the project's nox environments"
+SHARED_NOX_MODULES = frozenset(f"tests/e2e/{name}.py" for name in (
+    "test_cinderx_end_to_end", "test_culprit_end_to_end", "test_interop_end_to_end", "test_p3_compile",
+    "test_pytorch_suites"))
+
+
+def work_unit(nodeid: str) -> str:
+    """What pytest-xdist hands a worker at once: the test's module, or the shared modules together."""
+    module = nodeid.split("::", 1)[0]
+    return SHARED_NOX if module in SHARED_NOX_MODULES else module
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    """pytest-xdist's scope scheduling with `work_unit` as the scope. (Its `--dist loadgroup` marks do
+    not group under pytest 9.2, whose node ids it can no longer rewrite.)"""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ModuleScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return work_unit(nodeid)
+
+    return ModuleScheduling(config, log)
 
 
 def _schedule_rank(item: pytest.Item) -> int:
-    """Workers take the modules in this order (`--no-loadscope-reorder`), each a module at a time: the
-    shared group first, as it is the longest and runs on one worker, then the slower kinds first."""
-    if item.get_closest_marker("xdist_group"):
+    """Workers take the units in collection order (`--no-loadscope-reorder`): the shared modules first,
+    as they are the longest unit and run on one worker, then the slower kinds first."""
+    if work_unit(item.nodeid) == SHARED_NOX:
         return 0
-    return next(rank for rank, kind in enumerate(("e2e", "integration", "unit"), start=1)
-                if item.get_closest_marker(kind))
+    return next((rank for rank, kind in enumerate(("e2e", "integration", "unit"), start=1)
+                 if item.get_closest_marker(kind)), 4)  # 4: a fixture file's test, run by a test
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Under pytest-xdist (`nox -s tests` runs workers with `--dist loadgroup`) each module is one unit
-    of work, so its module-scoped fixtures are built once; modules that share state outside their
-    temporary folders (the project's own nox environments) name one group and run one after another.
-    The processes the tests start see the environment a user's shell has, not a worker's variables."""
+    """The processes the tests start see the environment a user's shell has, not a worker's variables."""
     if hasattr(config, "workerinput"):
         for name in [name for name in os.environ if name.startswith("PYTEST_XDIST_")]:
             del os.environ[name]
-
-
-class _UnitGuard:
-    """While a `unit` test runs (its fixtures included), starting a process is an error naming the test."""
-
-    running: str | None = None
-
-    @classmethod
-    def hook(cls, event: str, args: tuple) -> None:
-        if cls.running is not None and event in PROCESS_EVENTS:
-            test, cls.running = cls.running, None  # once: the failure report must not trip it again
-            raise RuntimeError(f"{test} is marked unit but started a process ({event}): mark it integration")
-
-
-sys.addaudithook(_UnitGuard.hook)
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
-    _UnitGuard.running = item.nodeid if item.get_closest_marker("unit") else None
-    try:
-        return (yield)
-    finally:
-        _UnitGuard.running = None
 
 
 def run_fixtures(results: Path, targets: tuple[str, ...], *, timeout: int = 60, test_timeout: int = 60,

@@ -18,11 +18,8 @@ import pytest
 from harness.record.store import RunDirectory, find_runs
 from tests.browser.conftest import chromium_context, visit
 
+pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).resolve().parents[2]
-# The modules that run nox on the project's own environments (.nox/ under ROOT) share them: under
-# pytest-xdist they form one group, run one after another on one worker (tests/conftest.py).
-ON_PROJECT_NOX = pytest.mark.xdist_group("project-nox")
-pytestmark = [pytest.mark.e2e, ON_PROJECT_NOX]
 SMOKE = "harness/smoke/test_smoke.py"
 
 

@@ -21,9 +21,9 @@ from harness.compare.replay import Rerunner
 from harness.record.junit import replay_prefix as prefix_of
 from harness.record.culprits import CulpritStatus, read_culprits
 from harness.compare.sides import load_side
-from tests.e2e.test_cinderx_end_to_end import ON_PROJECT_NOX, ROOT, harness, nox, only_run, session_python
+from tests.e2e.test_cinderx_end_to_end import ROOT, harness, nox, only_run, session_python
 
-pytestmark = [pytest.mark.e2e, ON_PROJECT_NOX]
+pytestmark = pytest.mark.e2e
 FIXTURES = ROOT / "tests" / "fixtures" / "culprit"
 INJECTED = "test_injected.py::test_scale_must_stay_interpreted"
 QUIET = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}  # no third-party plugins: a fresh rerun starts in a second

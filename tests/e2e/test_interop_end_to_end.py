@@ -16,9 +16,9 @@ import pytest
 
 from harness.record.junit import read_results
 from harness.record.store import RunDirectory
-from tests.e2e.test_cinderx_end_to_end import ON_PROJECT_NOX, ROOT, harness, nox, only_run, session_python
+from tests.e2e.test_cinderx_end_to_end import ROOT, harness, nox, only_run, session_python
 
-pytestmark = [pytest.mark.e2e, ON_PROJECT_NOX]
+pytestmark = pytest.mark.e2e
 SMOKE = "harness/smoke/test_smoke.py"
 JIT_FIXTURES = ROOT / "tests" / "fixtures" / "jit"
 

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.test_cinderx_end_to_end import ON_PROJECT_NOX, nox
+from tests.e2e.test_cinderx_end_to_end import nox
 
-pytestmark = [pytest.mark.e2e, ON_PROJECT_NOX]
+pytestmark = pytest.mark.e2e
 
 ENTRY = "nn.functional.layer_norm"
 BACKENDS = ("eager", "aot_eager", "inductor")

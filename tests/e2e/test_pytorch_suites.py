@@ -24,9 +24,9 @@ from harness.protocol import Env
 from harness.compare.sides import load_side
 from harness.record.model import FileRecord
 from harness.record.store import RunDirectory, find_runs
-from tests.e2e.test_cinderx_end_to_end import ON_PROJECT_NOX, ROOT, nox, session_python
+from tests.e2e.test_cinderx_end_to_end import ROOT, nox, session_python
 
-pytestmark = [pytest.mark.e2e, ON_PROJECT_NOX]
+pytestmark = pytest.mark.e2e
 
 # One entry of each P1 database: an op (all op checks), a module, an optimizer, a common_nn test,
 # plus the fx pass-manager file, which has no database.
