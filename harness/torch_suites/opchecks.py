@@ -1,18 +1,21 @@
 """The bodies of PyTorch's generic OpInfo checks, shared by the modules that run them on different
 databases (`op_db` in p1/test_ops_consistency.py and p1/test_ops_gradients.py;
-`autograd_function_db` and `custom_op_db` in p1/test_function_db.py).
+`autograd_function_db` and `custom_op_db` in p1/test_function_db.py) and in different dtypes (tier
+breadth: every dtype PyTorch runs each check in).
 
 Each function makes the check PyTorch's test of the same name makes (`test/test_ops.py`,
-`test/test_ops_gradients.py`), written in our own code against the OpInfo API; the modules keep
-PyTorch's class and test names so the OpInfos' own decorations apply.
+`test/test_ops_gradients.py`, `test/test_ops_fwd_gradients.py`), written in our own code against
+the OpInfo API and PyTorch's `TestGradients` helpers (in the wheel); the modules keep PyTorch's
+class and test names so the OpInfos' own decorations apply.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
 
 import torch
-from torch.testing._internal.common_device_type import ops
+from torch.testing._internal.common_device_type import OpDTypes, ops
 from torch.testing._internal.common_utils import (
     TestCase,
     TestGradients,
@@ -161,3 +164,78 @@ def fn_grad(case: TestGradients, device: str, dtype: torch.dtype, op) -> None:
     if dtype not in op.supported_backward_dtypes(torch.device(device).type):
         case.skipTest("Skipped! Dtype is not in supported backward dtypes!")
     case._grad_test_helper(device, dtype, op, op.get_op())
+
+
+GRADIENT_DTYPES = (torch.float64, torch.complex128)  # PyTorch's gradient tests: each of these the op supports
+FORWARD_AD_REFUSED = r"Trying to use forward AD with .* that does not support it"
+gradient_ops = partial(ops, dtypes=OpDTypes.supported, allowed_dtypes=GRADIENT_DTYPES)
+
+
+def fn_gradgrad(case: TestGradients, device: str, dtype: torch.dtype, op) -> None:
+    """test_fn_gradgrad: gradgradcheck of the function variant (contiguous and non-contiguous
+    output gradients), for ops that claim second-order gradients."""
+    case._skip_helper(op, device, dtype)
+    if not op.supports_gradgrad:
+        case.skipTest("Skipped! Operation does not support gradgrad.")
+    case._check_helper(device, dtype, op, op.get_op(), "bwgrad_bwgrad")
+
+
+def inplace_grad(case: TestGradients, device: str, dtype: torch.dtype, op) -> None:
+    """test_inplace_grad: gradcheck of the in-place variant (on a copy of each input); an op that
+    claims no in-place autograd must refuse a backward pass through it."""
+    case._skip_helper(op, device, dtype)
+    if not op.inplace_variant:
+        case.skipTest("Skipped! Op has no inplace variant.")
+    inplace = case._get_safe_inplace(op.get_inplace())
+    if op.supports_inplace_autograd:
+        case._grad_test_helper(device, dtype, op, inplace)
+        return
+    for sample in op.sample_inputs(device, dtype, requires_grad=True):
+        if not sample.broadcasts_input:
+            with case.assertRaises(Exception, msg="in-place autograd is claimed unsupported but worked"):
+                _scalar(inplace(sample.input, *sample.args, **sample.kwargs)).backward()
+
+
+def inplace_gradgrad(case: TestGradients, device: str, dtype: torch.dtype, op) -> None:
+    """test_inplace_gradgrad: gradgradcheck of the in-place variant, where in-place autograd is claimed."""
+    _skip_without_inplace_autograd(case, device, dtype, op)
+    case._check_helper(device, dtype, op, case._get_safe_inplace(op.get_inplace()), "bwgrad_bwgrad")
+
+
+def forward_mode_ad(case: TestGradients, device: str, dtype: torch.dtype, op, *, inplace: bool) -> None:
+    """test_forward_mode_AD (inplace=False) and test_inplace_forward_mode_AD: gradcheck of
+    forward-mode gradients (with batched forward gradients where the op claims them); an op that
+    claims no forward AD must refuse it."""
+    if inplace:
+        _skip_without_inplace_autograd(case, device, dtype, op)
+    else:
+        case._skip_helper(op, device, dtype)
+    variant = case._get_safe_inplace(op.get_inplace()) if inplace else op.get_op()
+    batched = op.check_inplace_batched_forward_grad if inplace else op.check_batched_forward_grad
+    _claimed_or_refused(case, op.supports_forward_ad, lambda: case._grad_test_helper(
+        device, dtype, op, variant, check_forward_ad=True, check_backward_ad=False, check_batched_grad=False,
+        check_batched_forward_grad=batched))
+
+
+def fn_fwgrad_bwgrad(case: TestGradients, device: str, dtype: torch.dtype, op) -> None:
+    """test_fn_fwgrad_bwgrad: forward-over-reverse gradgradcheck of the function variant; an op that
+    claims no forward-over-reverse support must refuse it."""
+    case._skip_helper(op, device, dtype)
+    _claimed_or_refused(case, op.supports_fwgrad_bwgrad,
+                        lambda: case._check_helper(device, dtype, op, op.get_op(), "fwgrad_bwgrad"))
+
+
+def _skip_without_inplace_autograd(case: TestGradients, device: str, dtype: torch.dtype, op) -> None:
+    case._skip_helper(op, device, dtype)
+    if not op.inplace_variant or not op.supports_inplace_autograd:
+        case.skipTest("Skipped! Operation does not support inplace autograd.")
+
+
+def _claimed_or_refused(case: TestGradients, claimed: bool, check: Callable[[], None]) -> None:
+    """Run a forward-AD check the op claims to pass; otherwise the op must refuse forward AD."""
+    if claimed:
+        check()
+        return
+    with case.assertRaisesRegex(NotImplementedError, FORWARD_AD_REFUSED,
+                                msg="forward AD ran on an op that claims no support for it"):
+        check()
