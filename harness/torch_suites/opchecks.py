@@ -12,32 +12,52 @@ class and test names so the OpInfos' own decorations apply.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from functools import partial
 
 import torch
 from torch.testing._internal.common_device_type import OpDTypes, ops
+from torch.testing._internal.common_methods_invocations import (
+    BinaryUfuncInfo,
+    ReductionOpInfo,
+    SpectralFuncInfo,
+    UnaryUfuncInfo,
+)
 from torch.testing._internal.common_utils import (
     TestCase,
     TestGradients,
     clone_input_helper,
     noncontiguous_like,
+    set_default_dtype,
     suppress_warnings,
 )
 
 
-def common_tests(chosen: list, module_name: str) -> type[TestCase]:
+@dataclass(frozen=True)
+class CommonDtypes:
+    """The dtypes TestCommon's checks run in (each one the op supports)."""
+
+    noncontiguous: tuple[torch.dtype, ...]
+    variants: tuple[torch.dtype, ...]
+
+
+FLOAT32 = CommonDtypes((torch.float32,), (torch.float32,))  # tier P1: the affordable slice
+PYTORCH_COMMON = CommonDtypes((torch.float32, torch.long, torch.complex64), (torch.float32, torch.complex64))  # test_ops.py's
+
+
+def common_tests(chosen: list, module_name: str, dtypes: CommonDtypes = FLOAT32) -> type[TestCase]:
     """PyTorch's `TestCommon` with test_noncontiguous_samples and test_variant_consistency_eager
-    over the `chosen` OpInfos in float32, to be instantiated in the module `module_name`."""
+    over the `chosen` OpInfos in `dtypes`, to be instantiated in the module `module_name`."""
 
     class TestCommon(TestCase):
         exact_dtype = True
 
         @suppress_warnings
-        @ops(chosen, allowed_dtypes=(torch.float32,))
+        @ops(chosen, allowed_dtypes=dtypes.noncontiguous)
         def test_noncontiguous_samples(self, device, dtype, op):
             noncontiguous_samples(self, device, dtype, op)
 
-        @ops(chosen, allowed_dtypes=(torch.float32,))
+        @ops(chosen, allowed_dtypes=dtypes.variants)
         def test_variant_consistency_eager(self, device, dtype, op):
             variant_consistency_eager(self, device, dtype, op)
 
@@ -156,6 +176,21 @@ def _check_in_place_storage(case, op, sample, in_place, operators) -> None:
         result = variant(given, *sample.args, **sample.kwargs)
         case.assertIsInstance(result, torch.Tensor, "an in-place variant returned a non-tensor")
         case.assertEqual(result.data_ptr(), _first(given).data_ptr(), atol=0, rtol=0)
+
+
+def numpy_ref_ops(chosen: list) -> list:
+    """The entries test_numpy_ref compares: those with a NumPy `ref` that are not unary or binary
+    ufuncs, reductions or spectral ops (PyTorch compares those through their own conventions)."""
+    others = (UnaryUfuncInfo, BinaryUfuncInfo, ReductionOpInfo, SpectralFuncInfo)
+    return [op for op in chosen if op.ref is not None and not isinstance(op, others)]
+
+
+def numpy_ref(case: TestCase, device: str, dtype: torch.dtype, op) -> None:
+    """test_numpy_ref: every reference input against the op's NumPy reference, with float64 as the
+    default dtype (int64 results compared without their dtype, as NumPy's may differ)."""
+    with set_default_dtype(torch.double):
+        for sample in op.reference_inputs(device, dtype):
+            case.compare_with_reference(op, op.ref, sample, exact_dtype=dtype is not torch.long)
 
 
 def fn_grad(case: TestGradients, device: str, dtype: torch.dtype, op) -> None:
