@@ -202,6 +202,7 @@ def fn_grad(case: TestGradients, device: str, dtype: torch.dtype, op) -> None:
 
 
 GRADIENT_DTYPES = (torch.float64, torch.complex128)  # PyTorch's gradient tests: each of these the op supports
+GRADGRAD_REFUSED = r"derivative for .* is not implemented"
 FORWARD_AD_REFUSED = r"Trying to use forward AD with .* that does not support it"
 gradient_ops = partial(ops, dtypes=OpDTypes.supported, allowed_dtypes=GRADIENT_DTYPES)
 
@@ -213,6 +214,15 @@ def fn_gradgrad(case: TestGradients, device: str, dtype: torch.dtype, op) -> Non
     if not op.supports_gradgrad:
         case.skipTest("Skipped! Operation does not support gradgrad.")
     case._check_helper(device, dtype, op, op.get_op(), "bwgrad_bwgrad")
+
+
+def fn_fail_gradgrad(case: TestGradients, device: str, dtype: torch.dtype, op) -> None:
+    """test_fn_fail_gradgrad: an op that claims no second-order gradients must refuse them."""
+    case._skip_helper(op, device, dtype)
+    if op.supports_gradgrad:
+        case.skipTest("Skipped! Operation does support gradgrad.")
+    with case.assertRaisesRegex(RuntimeError, GRADGRAD_REFUSED, msg="gradgrad ran on an op that claims no support"):
+        case._check_helper(device, dtype, op, op.get_op(), "bwgrad_bwgrad")
 
 
 def inplace_grad(case: TestGradients, device: str, dtype: torch.dtype, op) -> None:
