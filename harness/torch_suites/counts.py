@@ -6,9 +6,9 @@
 Ours are collected (`pytest --collect-only`, harness/run/collect.py) from every bundled tier's
 modules (harness/torch_suites/<tier>/) and put under the PyTorch file whose class of the same name
 they mirror (data/pytorch_counts.yaml, `ours`), in two columns: `ours` (tiers P1, P2, P3) and
-`breadth` (the nightly tier of PyTorch's op checks at PyTorch's breadth). PyTorch's are collected the same way from a checkout's files when
---tests-dir is given (under its own conftest.py), else read from the same data file: the figures
-measured for issue 23 with torch 2.14.1. Only CPU classes count (TestCommonCPU is TestCommon; a
+`breadth` (the nightly tier of PyTorch's op checks at PyTorch's breadth). PyTorch's are collected
+the same way from a checkout's files when --tests-dir is given (under its own conftest.py), else
+read from the same data file: the figures measured for issue 23 with torch 2.14.1. Only CPU classes count (TestCommonCPU is TestCommon; a
 class for another device is left out), as the goal of at least 45,000 tests is a CPU figure.
 """
 
@@ -104,7 +104,8 @@ def rows(pytorch: dict[str, dict[str, int]], ours: dict[str, Counter[str]], mirr
     def counts(name: str) -> tuple[int, ...]:
         return tuple(found.get(name, 0) for found in ours.values())
 
-    table = [Row(file, name, count, counts(name)) for file, classes in pytorch.items() for name, count in classes.items()]
+    table = [Row(file, name, count, counts(name)) for file, classes in pytorch.items()
+             for name, count in classes.items()]
     counted = {row.test_class for row in table}
     rest = sorted({(mirrors.get(name, "?"), name) for found in ours.values() for name in found if name not in counted})
     return table + [Row(file, name, None, counts(name)) for file, name in rest]

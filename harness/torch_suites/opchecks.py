@@ -42,7 +42,8 @@ class CommonDtypes:
 
 
 FLOAT32 = CommonDtypes((torch.float32,), (torch.float32,))  # tier P1: the affordable slice
-PYTORCH_COMMON = CommonDtypes((torch.float32, torch.long, torch.complex64), (torch.float32, torch.complex64))  # test_ops.py's
+# test_ops.py's: tier breadth
+PYTORCH_COMMON = CommonDtypes((torch.float32, torch.long, torch.complex64), (torch.float32, torch.complex64))
 
 
 def common_tests(chosen: list, module_name: str, dtypes: CommonDtypes = FLOAT32) -> type[TestCase]:
