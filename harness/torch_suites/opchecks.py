@@ -11,6 +11,7 @@ class and test names so the OpInfos' own decorations apply.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -285,3 +286,99 @@ def _claimed_or_refused(case: TestGradients, claimed: bool, check: Callable[[], 
     with case.assertRaisesRegex(NotImplementedError, FORWARD_AD_REFUSED,
                                 msg="forward AD ran on an op that claims no support for it"):
         check()
+
+
+@dataclass(frozen=True)
+class MathView:
+    """A lazily applied math bit (conjugation, negation): `physical` computes it, `view` sets the
+    bit on a view; the gradient comparison is repeated with a random output gradient for outputs
+    `random_grad_for` accepts."""
+
+    physical: Callable[[torch.Tensor], torch.Tensor]
+    view: Callable[[torch.Tensor], torch.Tensor]
+    is_set: Callable[[torch.Tensor], bool]
+    random_grad_for: Callable[[torch.Tensor], bool]
+
+
+CONJ_VIEW = MathView(torch.conj_physical, torch.conj, torch.is_conj, torch.is_complex)
+NEG_VIEW = MathView(torch.neg, torch._neg_view, torch.is_neg, lambda _: True)
+NEG_CONJ_VIEW = MathView(lambda t: -t.conj_physical(), lambda t: torch._neg_view(t).conj(),
+                         lambda t: bool(torch.is_neg(t) and torch.is_conj(t)), torch.is_complex)
+
+
+def conj_view(case: TestCase, device: str, dtype: torch.dtype, op) -> None:
+    """test_conj_view: the op on a conjugate view agrees with the op on the conjugated values."""
+    if not op.test_conjugated_samples:
+        case.skipTest("Operation doesn't support conjugated inputs.")
+    _math_view(case, op, op.sample_inputs(device, dtype, requires_grad=_backward_in(op, device, dtype)), CONJ_VIEW)
+
+
+def neg_view(case: TestCase, device: str, dtype: torch.dtype, op) -> None:
+    """test_neg_view: the op on a negative view agrees with the op on the negated values."""
+    if not op.test_neg_view:
+        case.skipTest("Operation not tested with tensors with negative bit.")
+    _math_view(case, op, op.sample_inputs(device, dtype, requires_grad=op.supports_autograd), NEG_VIEW)
+
+
+def neg_conj_view(case: TestCase, device: str, dtype: torch.dtype, op) -> None:
+    """test_neg_conj_view: both bits at once, on the first sample only (as PyTorch)."""
+    if not op.test_neg_view:
+        case.skipTest("Operation not tested with tensors with negative bit.")
+    if not op.test_conjugated_samples:
+        case.skipTest("Operation doesn't support conjugated inputs.")
+    samples = op.sample_inputs(device, dtype, requires_grad=_backward_in(op, device, dtype))
+    _math_view(case, op, itertools.islice(samples, 1), NEG_CONJ_VIEW)
+
+
+def _backward_in(op, device: str, dtype: torch.dtype) -> bool:
+    return dtype in op.supported_backward_dtypes(torch.device(device).type)
+
+
+def _math_view(case: TestCase, op, samples, bit: MathView) -> None:
+    """The op on an input that carries the math bit as a view gives what it gives on the input
+    computed physically, forward and in the first input's gradient; its in-place variant writes
+    into the view and keeps the bit."""
+    for sample in samples:
+        _check_math_view(case, op, sample, bit)
+
+
+def _with_bit(bit: MathView, value, requires_grad: bool | None = None):
+    """A leaf copy of a tensor (or of a sequence's first tensor) whose bit is set as a view over the
+    physically computed value, so the view holds the sample's own values."""
+    if not isinstance(value, torch.Tensor):
+        copies = [clone_input_helper(item) for item in value]
+        copies[0] = _with_bit(bit, copies[0])
+        return tuple(copies)
+    grad = value.requires_grad if requires_grad is None else requires_grad
+    with torch.no_grad():
+        physical = bit.physical(value)
+    return bit.view(physical).requires_grad_(grad)
+
+
+def _check_math_view(case: TestCase, op, sample, bit: MathView) -> None:
+    first = _first(sample.input)
+    viewed = _with_bit(bit, sample.input)
+    expected = op(sample.input, *sample.args, **sample.kwargs)
+    actual = op(viewed, *sample.args, **sample.kwargs)
+    case.assertEqual(actual, expected)
+    same_dtype = isinstance(expected, torch.Tensor) and expected.dtype is first.dtype
+    if op.inplace_variant is not None and not sample.broadcasts_input and same_dtype:
+        written = op.inplace_variant(_with_bit(bit, first, requires_grad=False), *sample.args, **sample.kwargs)
+        case.assertTrue(bit.is_set(written), "the in-place result lost the math bit")
+        case.assertEqual(written, expected)
+    if not (isinstance(expected, torch.Tensor) and expected.requires_grad):
+        return
+    process = sample.output_process_fn_grad or (lambda output: output)
+    expected, actual = process(expected), process(actual)
+    viewed_first = _first(viewed)
+    expected.sum().abs().backward(retain_graph=True)
+    actual.sum().abs().backward(retain_graph=True)
+    if first.grad is None:
+        return
+    case.assertEqual(viewed_first.grad, first.grad)
+    if bit.random_grad_for(expected):
+        first.grad = viewed_first.grad = None
+        grad = torch.randn_like(expected)
+        expected.backward(grad)
+        actual.backward(bit.view(bit.physical(grad)))
+        case.assertEqual(viewed_first.grad, first.grad)

@@ -123,7 +123,10 @@ def test_tier_breadth_runs_pytorchs_checks_of_an_entry_in_every_dtype_pytorch_ru
               for test, dtypes in (("test_noncontiguous_samples", ("float32", "int64", "complex64")),
                                    ("test_variant_consistency_eager", ("float32", "complex64")))
               for dtype in dtypes}
-    assert node_ids(done) == gradients | forward | common  # add has no test_numpy_ref: a ufunc
+    math_bits = {f"{BREADTH}/test_ops_math_bits.py::TestMathBitsCPU::{test}_add_cpu_{dtype}"
+                 for test, dtype in (("test_conj_view", "complex64"), ("test_neg_view", "float64"),
+                                     ("test_neg_conj_view", "complex128"))}
+    assert node_ids(done) == gradients | forward | common | math_bits  # add has no test_numpy_ref: a ufunc
 
     ran = run("-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", "test_fn_grad_add or test_forward_mode_AD_add",
               f"{BREADTH}/test_ops_gradients.py", f"{BREADTH}/test_ops_fwd_gradients.py", entries="add")
