@@ -114,7 +114,8 @@ def test_tier_breadth_runs_pytorchs_checks_of_an_entry_in_every_dtype_pytorch_ru
     done = run("-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", BREADTH, entries="add")
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     gradients = {f"{BREADTH}/test_ops_gradients.py::TestBwdGradientsCPU::{test}_add_cpu_{dtype}"
-                 for test in ("test_fn_grad", "test_fn_gradgrad", "test_inplace_grad", "test_inplace_gradgrad")
+                 for test in ("test_fn_grad", "test_fn_gradgrad", "test_fn_fail_gradgrad", "test_inplace_grad",
+                              "test_inplace_gradgrad")
                  for dtype in ("float64", "complex128")}
     forward = {f"{BREADTH}/test_ops_fwd_gradients.py::TestFwdGradientsCPU::{test}_add_cpu_{dtype}"
                for test in ("test_forward_mode_AD", "test_inplace_forward_mode_AD", "test_fn_fwgrad_bwgrad")
