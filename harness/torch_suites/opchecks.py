@@ -67,7 +67,7 @@ def common_tests(chosen: list, module_name: str, dtypes: CommonDtypes = FLOAT32)
     return TestCommon
 
 
-def _backward_in(op, device: str, dtype: torch.dtype) -> bool:
+def backward_in(op, device: str, dtype: torch.dtype) -> bool:
     """Whether the op supports backward in `dtype` on `device`."""
     return dtype in op.supported_backward_dtypes(torch.device(device).type)
 
@@ -75,7 +75,7 @@ def _backward_in(op, device: str, dtype: torch.dtype) -> bool:
 def noncontiguous_samples(case: TestCase, device: str, dtype: torch.dtype, op) -> None:
     """test_noncontiguous_samples: each sample as given and as a non-contiguous copy agree, in the
     outputs and (where the op supports backward in the dtype) in the inputs' gradients."""
-    with_grad = _backward_in(op, device, dtype)
+    with_grad = backward_in(op, device, dtype)
     for sample in op.sample_inputs(device, dtype, requires_grad=with_grad):
         strided = sample.noncontiguous()
         expected = op(sample.input, *sample.args, **sample.kwargs)
@@ -126,7 +126,7 @@ def variant_consistency_eager(case: TestCase, device: str, dtype: torch.dtype, o
     in_place = [v for v in in_place if v is not None]
     variants = [v for v in variants if v is not None]
     operators = [v for v in (op.operator_variant, op.inplace_operator_variant) if v is not None]
-    with_grad = _backward_in(op, device, dtype)
+    with_grad = backward_in(op, device, dtype)
     samples = list(op.sample_inputs(device, dtype, requires_grad=with_grad))
     for sample in samples:
         _check_variants(case, op, sample, variants, in_place, operators, with_grad)
@@ -203,7 +203,7 @@ def numpy_ref(case: TestCase, device: str, dtype: torch.dtype, op) -> None:
 def fn_grad(case: TestGradients, device: str, dtype: torch.dtype, op) -> None:
     """test_fn_grad: gradcheck of the op's function variant on every sample, through PyTorch's own
     TestGradients helper (which applies the op's gradcheck settings)."""
-    if not _backward_in(op, device, dtype):
+    if not backward_in(op, device, dtype):
         case.skipTest("Skipped! Dtype is not in supported backward dtypes!")
     case._grad_test_helper(device, dtype, op, op.get_op())
 
@@ -315,7 +315,7 @@ def conj_view(case: TestCase, device: str, dtype: torch.dtype, op) -> None:
     """test_conj_view: the op on a conjugate view agrees with the op on the conjugated values."""
     if not op.test_conjugated_samples:
         case.skipTest("Operation doesn't support conjugated inputs.")
-    _math_view(case, op, op.sample_inputs(device, dtype, requires_grad=_backward_in(op, device, dtype)), CONJ_VIEW)
+    _math_view(case, op, op.sample_inputs(device, dtype, requires_grad=backward_in(op, device, dtype)), CONJ_VIEW)
 
 
 def neg_view(case: TestCase, device: str, dtype: torch.dtype, op) -> None:
@@ -331,7 +331,7 @@ def neg_conj_view(case: TestCase, device: str, dtype: torch.dtype, op) -> None:
         case.skipTest("Operation not tested with tensors with negative bit.")
     if not op.test_conjugated_samples:
         case.skipTest("Operation doesn't support conjugated inputs.")
-    samples = op.sample_inputs(device, dtype, requires_grad=_backward_in(op, device, dtype))
+    samples = op.sample_inputs(device, dtype, requires_grad=backward_in(op, device, dtype))
     _math_view(case, op, itertools.islice(samples, 1), NEG_CONJ_VIEW)
 
 

@@ -127,7 +127,9 @@ def test_tier_breadth_runs_pytorchs_checks_of_an_entry_in_every_dtype_pytorch_ru
     math_bits = {f"{BREADTH}/test_ops_math_bits.py::TestMathBitsCPU::{test}_add_cpu_{dtype}"
                  for test, dtype in (("test_conj_view", "complex64"), ("test_neg_view", "float64"),
                                      ("test_neg_conj_view", "complex128"))}
-    assert node_ids(done) == gradients | forward | common | math_bits  # add has no test_numpy_ref: a ufunc
+    composite = {f"{BREADTH}/test_ops_composite.py::TestCompositeComplianceCPU::{test}_add_cpu_float32"
+                 for test in ("test_operator", "test_backward", "test_forward_ad")}
+    assert node_ids(done) == gradients | forward | common | math_bits | composite  # no test_numpy_ref: a ufunc
 
     ran = run("-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", "test_fn_grad_add or test_forward_mode_AD_add",
               f"{BREADTH}/test_ops_gradients.py", f"{BREADTH}/test_ops_fwd_gradients.py", entries="add")
