@@ -1,4 +1,4 @@
-"""Tiers P1 and P2 without a PyTorch checkout: PyTorch's own tests that ship inside the torch wheel.
+"""Tiers P1, P2, P3 and breadth without a PyTorch checkout: PyTorch's own tests that ship inside the torch wheel.
 
 Each `p1/test_*.py` and `p2/test_*.py` is a thin module that instantiates PyTorch's test bases and
 databases (`op_db`, `module_db`, `optim_db`, `common_nn`, the distributed and RPC suites) through

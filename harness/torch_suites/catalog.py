@@ -21,7 +21,7 @@ from harness.torch_suites.entries import NO_ENTRY
 
 ROOT = Path(harness.__file__).resolve().parent.parent
 SUITES = Path(__file__).resolve().parent
-TIERS = ("p1", "p2", "p3")
+TIERS = ("p1", "p2", "p3", "breadth")
 
 
 def bundled_files() -> list[Path]:

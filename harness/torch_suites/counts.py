@@ -3,11 +3,12 @@
     python -m harness.torch_suites.counts [--tests-dir CHECKOUT_TEST_DIR] [--jobs N]
         (in a test interpreter: collecting imports torch)
 
-Ours are collected (`pytest --collect-only`, harness/run/collect.py) from harness/torch_suites/p1
-and p2 and put under the PyTorch file whose class of the same name they mirror (data/
-pytorch_counts.yaml, `ours`). PyTorch's are collected the same way from a checkout's files when
---tests-dir is given (under its own conftest.py), else read from the same data file: the figures
-measured for issue 23 with torch 2.14.1. Only CPU classes count (TestCommonCPU is TestCommon; a
+Ours are collected (`pytest --collect-only`, harness/run/collect.py) from every bundled tier's
+modules (harness/torch_suites/<tier>/) and put under the PyTorch file whose class of the same name
+they mirror (data/pytorch_counts.yaml, `ours`), in two columns: `ours` (tiers P1, P2, P3) and
+`breadth` (the nightly tier of PyTorch's op checks at PyTorch's breadth). PyTorch's are collected
+the same way from a checkout's files when --tests-dir is given (under its own conftest.py), else
+read from the same data file: the figures measured for issue 23 with torch 2.14.1. Only CPU classes count (TestCommonCPU is TestCommon; a
 class for another device is left out), as the goal of at least 45,000 tests is a CPU figure.
 """
 
@@ -19,7 +20,7 @@ import re
 import sys
 from collections import Counter
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import yaml
 from rich.console import Console
@@ -30,6 +31,7 @@ from harness.torch_suites.catalog import ROOT, bundled_files
 
 DATA = Path(__file__).resolve().parent / "data" / "pytorch_counts.yaml"
 OTHERS = "(others)"  # PyTorch's classes the data file does not name one by one
+COLUMNS = {"ours": ("p1", "p2", "p3"), "breadth": ("breadth",)}  # column -> the tiers it counts
 OTHER_DEVICES = re.compile(r"(CUDA|MPS|XPU|META|Meta|LAZY|PRIVATEUSE1|HPU)$")
 
 
@@ -47,7 +49,7 @@ class Row:
     file: str
     test_class: str
     pytorch: int | None  # None: not counted (a file outside PyTorch's figures)
-    ours: int
+    ours: tuple[int, ...]  # one count per column of COLUMNS
 
 
 def load(path: Path = DATA) -> Counts:
@@ -77,42 +79,60 @@ def collected_pytorch(tests_dir: Path, files: list[str], jobs: int) -> dict[str,
     return {file: dict(by_class(list(result.nodeids))) for file, result in found.items()}
 
 
-def collected_ours() -> Counter[str]:
-    """Every bundled module in one process: torch and its databases are imported once."""
+def column_of(nodeid: str) -> str:
+    """The column of COLUMNS a bundled test counts in, by its tier's folder."""
+    tier = PurePosixPath(nodeid.split("::", 1)[0]).parent.name
+    return next(column for column, tiers in COLUMNS.items() if tier in tiers)
+
+
+def collected_ours() -> dict[str, Counter[str]]:
+    """Every bundled module in one process (torch and its databases are imported once), counted per
+    column of COLUMNS."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
            "OMP_NUM_THREADS": "1"}
     found = collect_together(sys.executable, ROOT, [file.as_posix() for file in bundled_files()], env)
     failed = [f"{file}: {result.error}" for file, result in found.items() if result.error]
     if failed:
         raise SystemExit("\n".join(failed))
-    return by_class([nodeid for result in found.values() for nodeid in result.nodeids])
+    nodeids = [nodeid for result in found.values() for nodeid in result.nodeids]
+    return {column: by_class([nodeid for nodeid in nodeids if column_of(nodeid) == column]) for column in COLUMNS}
 
 
-def rows(pytorch: dict[str, dict[str, int]], ours: Counter[str], mirrors: dict[str, str]) -> list[Row]:
-    """PyTorch's files and classes first (ours beside them, 0 where we have none), then our classes
-    of other files; a class of ours no file is named for is listed under `?`."""
-    table = [Row(file, name, count, ours.get(name, 0)) for file, classes in pytorch.items()
+def rows(pytorch: dict[str, dict[str, int]], ours: dict[str, Counter[str]], mirrors: dict[str, str]) -> list[Row]:
+    """PyTorch's files and classes first (ours beside them, per column, 0 where we have none), then
+    our classes of other files; a class of ours no file is named for is listed under `?`."""
+    def counts(name: str) -> tuple[int, ...]:
+        return tuple(found.get(name, 0) for found in ours.values())
+
+    table = [Row(file, name, count, counts(name)) for file, classes in pytorch.items()
              for name, count in classes.items()]
     counted = {row.test_class for row in table}
-    rest = sorted((mirrors.get(name, "?"), name) for name in ours if name not in counted)
-    return table + [Row(file, name, None, ours[name]) for file, name in rest]
+    rest = sorted({(mirrors.get(name, "?"), name) for found in ours.values() for name in found if name not in counted})
+    return table + [Row(file, name, None, counts(name)) for file, name in rest]
+
+
+def _share(ours: int, theirs: int | None) -> str:
+    return f"{100 * ours / theirs:.1f}%" if theirs else "-"
 
 
 def render(found: list[Row], source: str) -> Table:
     table = Table(title=f"Tests collected on CPU: ours beside PyTorch's ({source})", title_justify="left")
-    for column in ("PyTorch file", "class", "PyTorch", "ours", "ours %"):
+    for column in ("PyTorch file", "class", "PyTorch", *(f"{name}{share}" for name in COLUMNS for share in ("", " %"))):
         table.add_column(column, justify="left" if column in ("PyTorch file", "class") else "right")
     previous = None
     for row in found:
-        share = f"{100 * row.ours / row.pytorch:.1f}%" if row.pytorch else "-"
+        cells = [cell for ours in row.ours for cell in (f"{ours:,}", _share(ours, row.pytorch))]
         table.add_row(row.file if row.file != previous else "", row.test_class,
-                      f"{row.pytorch:,}" if row.pytorch is not None else "-", f"{row.ours:,}", share)
+                      f"{row.pytorch:,}" if row.pytorch is not None else "-", *cells)
         previous = row.file
     counted = [row for row in found if row.pytorch is not None]
-    theirs, ours = sum(row.pytorch or 0 for row in counted), sum(row.ours for row in counted)
+    theirs = sum(row.pytorch or 0 for row in counted)
+    totals = [sum(row.ours[index] for row in counted) for index in range(len(COLUMNS))]
+    others = [sum(row.ours[index] for row in found if row.pytorch is None) for index in range(len(COLUMNS))]
     table.add_section()
-    table.add_row("total of PyTorch's files above", "", f"{theirs:,}", f"{ours:,}", f"{100 * ours / theirs:.1f}%")
-    table.add_row("ours in other files", "", "-", f"{sum(row.ours for row in found if row.pytorch is None):,}", "")
+    table.add_row("total of PyTorch's files above", "", f"{theirs:,}",
+                  *(cell for ours in totals for cell in (f"{ours:,}", _share(ours, theirs))))
+    table.add_row("ours in other files", "", "-", *(cell for ours in others for cell in (f"{ours:,}", "")))
     return table
 
 
@@ -128,7 +148,7 @@ def main(argv: list[str] | None = None) -> None:
         source = f"PyTorch's collected from {args.tests_dir}"
     else:
         pytorch, source = counts.pytorch, f"PyTorch's as measured with torch {counts.torch}, {args.data.name}"
-    Console(width=120).print(render(rows(pytorch, collected_ours(), counts.ours), source))
+    Console(width=150).print(render(rows(pytorch, collected_ours(), counts.ours), source))
 
 
 if __name__ == "__main__":

@@ -1,40 +1,65 @@
 """The bodies of PyTorch's generic OpInfo checks, shared by the modules that run them on different
 databases (`op_db` in p1/test_ops_consistency.py and p1/test_ops_gradients.py;
-`autograd_function_db` and `custom_op_db` in p1/test_function_db.py).
+`autograd_function_db` and `custom_op_db` in p1/test_function_db.py) and in different dtypes (tier
+breadth: every dtype PyTorch runs each check in).
 
 Each function makes the check PyTorch's test of the same name makes (`test/test_ops.py`,
-`test/test_ops_gradients.py`), written in our own code against the OpInfo API; the modules keep
-PyTorch's class and test names so the OpInfos' own decorations apply.
+`test/test_ops_gradients.py`, `test/test_ops_fwd_gradients.py`), written in our own code against
+the OpInfo API and PyTorch's `TestGradients` helpers (in the wheel); the modules keep PyTorch's
+class and test names so the OpInfos' own decorations apply.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import itertools
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import partial
 
 import torch
-from torch.testing._internal.common_device_type import ops
+from torch.testing._internal.common_device_type import OpDTypes, ops
+from torch.testing._internal.common_methods_invocations import (
+    BinaryUfuncInfo,
+    ReductionOpInfo,
+    SpectralFuncInfo,
+    UnaryUfuncInfo,
+)
 from torch.testing._internal.common_utils import (
     TestCase,
     TestGradients,
     clone_input_helper,
     noncontiguous_like,
+    set_default_dtype,
     suppress_warnings,
 )
 
 
-def common_tests(chosen: list, module_name: str) -> type[TestCase]:
+@dataclass(frozen=True)
+class CommonDtypes:
+    """The dtypes TestCommon's checks run in (each one the op supports)."""
+
+    noncontiguous: tuple[torch.dtype, ...]
+    variants: tuple[torch.dtype, ...]
+
+
+FLOAT32 = CommonDtypes((torch.float32,), (torch.float32,))  # tier P1: the affordable slice
+# test_ops.py's: tier breadth
+PYTORCH_COMMON = CommonDtypes((torch.float32, torch.long, torch.complex64), (torch.float32, torch.complex64))
+
+
+def common_tests(chosen: list, module_name: str, dtypes: CommonDtypes = FLOAT32) -> type[TestCase]:
     """PyTorch's `TestCommon` with test_noncontiguous_samples and test_variant_consistency_eager
-    over the `chosen` OpInfos in float32, to be instantiated in the module `module_name`."""
+    over the `chosen` OpInfos in `dtypes`, to be instantiated in the module `module_name`."""
 
     class TestCommon(TestCase):
         exact_dtype = True
 
         @suppress_warnings
-        @ops(chosen, allowed_dtypes=(torch.float32,))
+        @ops(chosen, allowed_dtypes=dtypes.noncontiguous)
         def test_noncontiguous_samples(self, device, dtype, op):
             noncontiguous_samples(self, device, dtype, op)
 
-        @ops(chosen, allowed_dtypes=(torch.float32,))
+        @ops(chosen, allowed_dtypes=dtypes.variants)
         def test_variant_consistency_eager(self, device, dtype, op):
             variant_consistency_eager(self, device, dtype, op)
 
@@ -42,10 +67,15 @@ def common_tests(chosen: list, module_name: str) -> type[TestCase]:
     return TestCommon
 
 
+def backward_in(op, device: str, dtype: torch.dtype) -> bool:
+    """Whether the op supports backward in `dtype` on `device`."""
+    return dtype in op.supported_backward_dtypes(torch.device(device).type)
+
+
 def noncontiguous_samples(case: TestCase, device: str, dtype: torch.dtype, op) -> None:
     """test_noncontiguous_samples: each sample as given and as a non-contiguous copy agree, in the
     outputs and (where the op supports backward in the dtype) in the inputs' gradients."""
-    with_grad = dtype in op.supported_backward_dtypes(torch.device(device).type)
+    with_grad = backward_in(op, device, dtype)
     for sample in op.sample_inputs(device, dtype, requires_grad=with_grad):
         strided = sample.noncontiguous()
         expected = op(sample.input, *sample.args, **sample.kwargs)
@@ -96,7 +126,7 @@ def variant_consistency_eager(case: TestCase, device: str, dtype: torch.dtype, o
     in_place = [v for v in in_place if v is not None]
     variants = [v for v in variants if v is not None]
     operators = [v for v in (op.operator_variant, op.inplace_operator_variant) if v is not None]
-    with_grad = dtype in op.supported_backward_dtypes(torch.device(device).type)
+    with_grad = backward_in(op, device, dtype)
     samples = list(op.sample_inputs(device, dtype, requires_grad=with_grad))
     for sample in samples:
         _check_variants(case, op, sample, variants, in_place, operators, with_grad)
@@ -155,9 +185,201 @@ def _check_in_place_storage(case, op, sample, in_place, operators) -> None:
         case.assertEqual(result.data_ptr(), _first(given).data_ptr(), atol=0, rtol=0)
 
 
+def numpy_ref_ops(chosen: list) -> list:
+    """The entries test_numpy_ref compares: those with a NumPy `ref` that are not unary or binary
+    ufuncs, reductions or spectral ops (PyTorch compares those through their own conventions)."""
+    others = (UnaryUfuncInfo, BinaryUfuncInfo, ReductionOpInfo, SpectralFuncInfo)
+    return [op for op in chosen if op.ref is not None and not isinstance(op, others)]
+
+
+def numpy_ref(case: TestCase, device: str, dtype: torch.dtype, op) -> None:
+    """test_numpy_ref: every reference input against the op's NumPy reference, with float64 as the
+    default dtype (int64 results compared without their dtype, as NumPy's may differ)."""
+    with set_default_dtype(torch.double):
+        for sample in op.reference_inputs(device, dtype):
+            case.compare_with_reference(op, op.ref, sample, exact_dtype=dtype is not torch.long)
+
+
 def fn_grad(case: TestGradients, device: str, dtype: torch.dtype, op) -> None:
     """test_fn_grad: gradcheck of the op's function variant on every sample, through PyTorch's own
     TestGradients helper (which applies the op's gradcheck settings)."""
-    if dtype not in op.supported_backward_dtypes(torch.device(device).type):
+    if not backward_in(op, device, dtype):
         case.skipTest("Skipped! Dtype is not in supported backward dtypes!")
     case._grad_test_helper(device, dtype, op, op.get_op())
+
+
+GRADIENT_DTYPES = (torch.float64, torch.complex128)  # PyTorch's gradient tests: each of these the op supports
+GRADGRAD_REFUSED = r"derivative for .* is not implemented"
+FORWARD_AD_REFUSED = r"Trying to use forward AD with .* that does not support it"
+gradient_ops = partial(ops, dtypes=OpDTypes.supported, allowed_dtypes=GRADIENT_DTYPES)
+
+
+def fn_gradgrad(case: TestGradients, device: str, dtype: torch.dtype, op) -> None:
+    """test_fn_gradgrad: gradgradcheck of the function variant (contiguous and non-contiguous
+    output gradients), for ops that claim second-order gradients."""
+    case._skip_helper(op, device, dtype)
+    if not op.supports_gradgrad:
+        case.skipTest("Skipped! Operation does not support gradgrad.")
+    case._check_helper(device, dtype, op, op.get_op(), "bwgrad_bwgrad")
+
+
+def fn_fail_gradgrad(case: TestGradients, device: str, dtype: torch.dtype, op) -> None:
+    """test_fn_fail_gradgrad: an op that claims no second-order gradients must refuse them."""
+    case._skip_helper(op, device, dtype)
+    if op.supports_gradgrad:
+        case.skipTest("Skipped! Operation does support gradgrad.")
+    with case.assertRaisesRegex(RuntimeError, GRADGRAD_REFUSED, msg="gradgrad ran on an op that claims no support"):
+        case._check_helper(device, dtype, op, op.get_op(), "bwgrad_bwgrad")
+
+
+def inplace_grad(case: TestGradients, device: str, dtype: torch.dtype, op) -> None:
+    """test_inplace_grad: gradcheck of the in-place variant (on a copy of each input); an op that
+    claims no in-place autograd must refuse a backward pass through it."""
+    case._skip_helper(op, device, dtype)
+    if not op.inplace_variant:
+        case.skipTest("Skipped! Op has no inplace variant.")
+    inplace = case._get_safe_inplace(op.get_inplace())
+    if op.supports_inplace_autograd:
+        case._grad_test_helper(device, dtype, op, inplace)
+        return
+    for sample in op.sample_inputs(device, dtype, requires_grad=True):
+        if not sample.broadcasts_input:
+            with case.assertRaises(Exception, msg="in-place autograd is claimed unsupported but worked"):
+                _scalar(inplace(sample.input, *sample.args, **sample.kwargs)).backward()
+
+
+def inplace_gradgrad(case: TestGradients, device: str, dtype: torch.dtype, op) -> None:
+    """test_inplace_gradgrad: gradgradcheck of the in-place variant, where in-place autograd is claimed."""
+    _skip_without_inplace_autograd(case, device, dtype, op)
+    case._check_helper(device, dtype, op, case._get_safe_inplace(op.get_inplace()), "bwgrad_bwgrad")
+
+
+def forward_mode_ad(case: TestGradients, device: str, dtype: torch.dtype, op, *, inplace: bool) -> None:
+    """test_forward_mode_AD (inplace=False) and test_inplace_forward_mode_AD: gradcheck of
+    forward-mode gradients (with batched forward gradients where the op claims them); an op that
+    claims no forward AD must refuse it."""
+    if inplace:
+        _skip_without_inplace_autograd(case, device, dtype, op)
+    else:
+        case._skip_helper(op, device, dtype)
+    variant = case._get_safe_inplace(op.get_inplace()) if inplace else op.get_op()
+    batched = op.check_inplace_batched_forward_grad if inplace else op.check_batched_forward_grad
+    _claimed_or_refused(case, op.supports_forward_ad, lambda: case._grad_test_helper(
+        device, dtype, op, variant, check_forward_ad=True, check_backward_ad=False, check_batched_grad=False,
+        check_batched_forward_grad=batched))
+
+
+def fn_fwgrad_bwgrad(case: TestGradients, device: str, dtype: torch.dtype, op) -> None:
+    """test_fn_fwgrad_bwgrad: forward-over-reverse gradgradcheck of the function variant; an op that
+    claims no forward-over-reverse support must refuse it."""
+    case._skip_helper(op, device, dtype)
+    _claimed_or_refused(case, op.supports_fwgrad_bwgrad,
+                        lambda: case._check_helper(device, dtype, op, op.get_op(), "fwgrad_bwgrad"))
+
+
+def _skip_without_inplace_autograd(case: TestGradients, device: str, dtype: torch.dtype, op) -> None:
+    case._skip_helper(op, device, dtype)
+    if not op.inplace_variant or not op.supports_inplace_autograd:
+        case.skipTest("Skipped! Operation does not support inplace autograd.")
+
+
+def _claimed_or_refused(case: TestGradients, claimed: bool, check: Callable[[], None]) -> None:
+    """Run a forward-AD check the op claims to pass; otherwise the op must refuse forward AD."""
+    if claimed:
+        check()
+        return
+    with case.assertRaisesRegex(NotImplementedError, FORWARD_AD_REFUSED,
+                                msg="forward AD ran on an op that claims no support for it"):
+        check()
+
+
+@dataclass(frozen=True)
+class MathView:
+    """A lazily applied math bit (conjugation, negation): `physical` computes it, `view` sets the
+    bit on a view; the gradient comparison is repeated with a random output gradient for outputs
+    `random_grad_for` accepts."""
+
+    physical: Callable[[torch.Tensor], torch.Tensor]
+    view: Callable[[torch.Tensor], torch.Tensor]
+    is_set: Callable[[torch.Tensor], bool]
+    random_grad_for: Callable[[torch.Tensor], bool]
+
+
+CONJ_VIEW = MathView(torch.conj_physical, torch.conj, torch.is_conj, torch.is_complex)
+NEG_VIEW = MathView(torch.neg, torch._neg_view, torch.is_neg, lambda _: True)
+NEG_CONJ_VIEW = MathView(lambda t: -t.conj_physical(), lambda t: torch._neg_view(t).conj(),
+                         lambda t: bool(torch.is_neg(t) and torch.is_conj(t)), torch.is_complex)
+
+
+def conj_view(case: TestCase, device: str, dtype: torch.dtype, op) -> None:
+    """test_conj_view: the op on a conjugate view agrees with the op on the conjugated values."""
+    if not op.test_conjugated_samples:
+        case.skipTest("Operation doesn't support conjugated inputs.")
+    _math_view(case, op, op.sample_inputs(device, dtype, requires_grad=backward_in(op, device, dtype)), CONJ_VIEW)
+
+
+def neg_view(case: TestCase, device: str, dtype: torch.dtype, op) -> None:
+    """test_neg_view: the op on a negative view agrees with the op on the negated values."""
+    if not op.test_neg_view:
+        case.skipTest("Operation not tested with tensors with negative bit.")
+    _math_view(case, op, op.sample_inputs(device, dtype, requires_grad=op.supports_autograd), NEG_VIEW)
+
+
+def neg_conj_view(case: TestCase, device: str, dtype: torch.dtype, op) -> None:
+    """test_neg_conj_view: both bits at once, on the first sample only (as PyTorch)."""
+    if not op.test_neg_view:
+        case.skipTest("Operation not tested with tensors with negative bit.")
+    if not op.test_conjugated_samples:
+        case.skipTest("Operation doesn't support conjugated inputs.")
+    samples = op.sample_inputs(device, dtype, requires_grad=backward_in(op, device, dtype))
+    _math_view(case, op, itertools.islice(samples, 1), NEG_CONJ_VIEW)
+
+
+def _math_view(case: TestCase, op, samples, bit: MathView) -> None:
+    """The op on an input that carries the math bit as a view gives what it gives on the input
+    computed physically, forward and in the first input's gradient; its in-place variant writes
+    into the view and keeps the bit."""
+    for sample in samples:
+        _check_math_view(case, op, sample, bit)
+
+
+def _with_bit(bit: MathView, value, requires_grad: bool | None = None):
+    """A leaf copy of a tensor (or of a sequence's first tensor) whose bit is set as a view over the
+    physically computed value, so the view holds the sample's own values."""
+    if not isinstance(value, torch.Tensor):
+        copies = [clone_input_helper(item) for item in value]
+        copies[0] = _with_bit(bit, copies[0])
+        return tuple(copies)
+    grad = value.requires_grad if requires_grad is None else requires_grad
+    with torch.no_grad():
+        physical = bit.physical(value)
+    return bit.view(physical).requires_grad_(grad)
+
+
+def _check_math_view(case: TestCase, op, sample, bit: MathView) -> None:
+    first = _first(sample.input)
+    viewed = _with_bit(bit, sample.input)
+    expected = op(sample.input, *sample.args, **sample.kwargs)
+    actual = op(viewed, *sample.args, **sample.kwargs)
+    case.assertEqual(actual, expected)
+    same_dtype = isinstance(expected, torch.Tensor) and expected.dtype is first.dtype
+    if op.inplace_variant is not None and not sample.broadcasts_input and same_dtype:
+        written = op.inplace_variant(_with_bit(bit, first, requires_grad=False), *sample.args, **sample.kwargs)
+        case.assertTrue(bit.is_set(written), "the in-place result lost the math bit")
+        case.assertEqual(written, expected)
+    if not (isinstance(expected, torch.Tensor) and expected.requires_grad):
+        return
+    process = sample.output_process_fn_grad or (lambda output: output)
+    expected, actual = process(expected), process(actual)
+    viewed_first = _first(viewed)
+    expected.sum().abs().backward(retain_graph=True)
+    actual.sum().abs().backward(retain_graph=True)
+    if first.grad is None:
+        return
+    case.assertEqual(viewed_first.grad, first.grad)
+    if bit.random_grad_for(expected):
+        first.grad = viewed_first.grad = None
+        grad = torch.randn_like(expected)
+        expected.backward(grad)
+        actual.backward(bit.view(bit.physical(grad)))
+        case.assertEqual(viewed_first.grad, first.grad)

@@ -18,11 +18,13 @@ import pytest
 from junitparser import JUnitXml
 
 from harness.protocol import Env
+from harness.torch_suites.catalog import TIERS
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
 P1 = "harness/torch_suites/p1"
 P2 = "harness/torch_suites/p2"
+BREADTH = "harness/torch_suites/breadth"
 
 
 def run(*args: str, entries: str | None = None, ci: str | None = None, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
@@ -48,7 +50,9 @@ def catalog() -> dict[str, list[str]]:
 
 
 def test_catalog_lists_every_bundled_module_with_the_entries_it_covers(catalog):
-    assert set(catalog) == {path.relative_to(ROOT).as_posix() for path in ROOT.glob("harness/torch_suites/p[123]/test_*.py")}
+    assert set(catalog) == {path.relative_to(ROOT).as_posix() for tier in TIERS
+                            for path in ROOT.glob(f"harness/torch_suites/{tier}/test_*.py")}
+    assert "add" in catalog[f"{BREADTH}/test_ops_gradients.py"] and "add" in catalog[f"{BREADTH}/test_ops_fwd_gradients.py"]
     assert {"add", "div", "div.floor_rounding"} <= set(catalog[f"{P1}/test_ops_consistency.py"])
     assert "nn.Linear" in catalog[f"{P1}/test_module_db.py"] and "nn.Linear" in catalog[f"{P1}/test_nn_common.py"]
     assert "Adam" in catalog[f"{P1}/test_optim_db.py"]
@@ -102,3 +106,31 @@ def test_script_mode_in_a_ci_job_writes_the_junit_report_pytorchs_ci_reads(tmp_p
     cases = JUnitXml.fromfile(str(report))
     assert [(case.classname, case.name, case.result) for suite in cases for case in suite] == [
         ("TestNN", "test_Linear_no_bias", [])]
+
+
+def test_tier_breadth_runs_pytorchs_checks_of_an_entry_in_every_dtype_pytorch_runs_them_in():
+    """`add` in tier breadth: PyTorch's class and test names, over the dtypes PyTorch's own files
+    give each check (P1: float32, or float64 for gradients); its gradient checks pass in both."""
+    done = run("-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", BREADTH, entries="add")
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    gradients = {f"{BREADTH}/test_ops_gradients.py::TestBwdGradientsCPU::{test}_add_cpu_{dtype}"
+                 for test in ("test_fn_grad", "test_fn_gradgrad", "test_fn_fail_gradgrad", "test_inplace_grad",
+                              "test_inplace_gradgrad")
+                 for dtype in ("float64", "complex128")}
+    forward = {f"{BREADTH}/test_ops_fwd_gradients.py::TestFwdGradientsCPU::{test}_add_cpu_{dtype}"
+               for test in ("test_forward_mode_AD", "test_inplace_forward_mode_AD", "test_fn_fwgrad_bwgrad")
+               for dtype in ("float64", "complex128")}
+    common = {f"{BREADTH}/test_ops_consistency.py::TestCommonCPU::{test}_add_cpu_{dtype}"
+              for test, dtypes in (("test_noncontiguous_samples", ("float32", "int64", "complex64")),
+                                   ("test_variant_consistency_eager", ("float32", "complex64")))
+              for dtype in dtypes}
+    math_bits = {f"{BREADTH}/test_ops_math_bits.py::TestMathBitsCPU::{test}_add_cpu_{dtype}"
+                 for test, dtype in (("test_conj_view", "complex64"), ("test_neg_view", "float64"),
+                                     ("test_neg_conj_view", "complex128"))}
+    composite = {f"{BREADTH}/test_ops_composite.py::TestCompositeComplianceCPU::{test}_add_cpu_float32"
+                 for test in ("test_operator", "test_backward", "test_forward_ad")}
+    assert node_ids(done) == gradients | forward | common | math_bits | composite  # no test_numpy_ref: a ufunc
+
+    ran = run("-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", "test_fn_grad_add or test_forward_mode_AD_add",
+              f"{BREADTH}/test_ops_gradients.py", f"{BREADTH}/test_ops_fwd_gradients.py", entries="add")
+    assert ran.returncode == 0 and "4 passed" in ran.stdout, ran.stdout[-3000:] + ran.stderr[-3000:]

@@ -90,7 +90,7 @@ def test_tiers_are_data_and_discover_files_with_excludes(tmp_path):
                  name="tiers.yaml")
     tier = load_tiers(user)["mine"]
     assert tier.discover(tmp_path) == ["test_a.py", "test_b.py"]
-    assert set(load_tiers(user)) >= {"p0", "p1", "p2", "p3", "gpu", "mine"}
+    assert set(load_tiers(user)) >= {"p0", "p1", "p2", "p3", "breadth", "gpu", "mine"}
 
 
 def test_pytorch_tiers_without_bundled_suites_need_a_tests_directory(monkeypatch):
@@ -111,15 +111,19 @@ def test_p3_runs_torch_compile_over_the_databases_without_a_checkout(monkeypatch
     assert stage.env["TORCHINDUCTOR_COMPILE_THREADS"] == "1"
 
 
-def test_p1_and_p2_run_the_suites_inside_torch_without_a_checkout(monkeypatch, tmp_path):
+def test_p1_p2_and_breadth_run_the_suites_inside_torch_without_a_checkout(monkeypatch, tmp_path):
     monkeypatch.delenv("HARNESS_TESTS_DIR", raising=False)
-    for name in ("p1", "p2"):
+    for name in ("p1", "p2", "breadth"):
         tier, tests_dir = get_tier(name).located(None)
         assert tier.source == "torch" and tier.name == name and tests_dir == HARNESS_ROOT
         assert tier.files == (f"harness/torch_suites/{name}/test_*.py",) and tier.env["OMP_NUM_THREADS"] == "1"
     monkeypatch.setenv("HARNESS_TESTS_DIR", str(tmp_path))  # a checkout wins: its files, as PyTorch's CI runs them
     tier, tests_dir = get_tier("p1").located(None)
     assert tier.source == "pytorch" and "test_torch.py" in tier.files and tests_dir == tmp_path
+    for file in get_tier("breadth").files:  # with a checkout, PyTorch's files of tier breadth run there only
+        (tmp_path / file).write_text("")
+        assert file in get_tier("breadth").discover(tmp_path)
+        assert file not in get_tier("p1").discover(tmp_path) + get_tier("p2").discover(tmp_path)
 
 
 def test_gpu_tier_carries_seed_002_environment_and_deselection():

@@ -40,11 +40,23 @@ def test_a_tests_class_is_pytorchs_without_the_cpu_suffix(nodeid, expected):
 @pytest.mark.unit
 def test_rows_set_ours_beside_pytorchs_and_list_our_other_classes_after():
     pytorch = {"test_ops.py": {"TestCommon": 100, "TestTags": 10}, "test_modules.py": {"TestModule": 50}}
-    ours = Counter({"TestCommon": 30, "TestModule": 5, "TestNN": 7, "Mystery": 1})
-    found = counts.rows(pytorch, ours, {"TestNN": "test_nn.py"})
+    ours = {"ours": Counter({"TestCommon": 30, "TestModule": 5, "TestNN": 7, "Mystery": 1}),
+            "breadth": Counter({"TestCommon": 90, "TestFwdGradients": 3})}
+    found = counts.rows(pytorch, ours, {"TestNN": "test_nn.py", "TestFwdGradients": "test_ops_fwd_gradients.py"})
     assert [(r.file, r.test_class, r.pytorch, r.ours) for r in found] == [
-        ("test_ops.py", "TestCommon", 100, 30), ("test_ops.py", "TestTags", 10, 0),
-        ("test_modules.py", "TestModule", 50, 5), ("?", "Mystery", None, 1), ("test_nn.py", "TestNN", None, 7)]
+        ("test_ops.py", "TestCommon", 100, (30, 90)), ("test_ops.py", "TestTags", 10, (0, 0)),
+        ("test_modules.py", "TestModule", 50, (5, 0)), ("?", "Mystery", None, (1, 0)),
+        ("test_nn.py", "TestNN", None, (7, 0)), ("test_ops_fwd_gradients.py", "TestFwdGradients", None, (0, 3))]
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(("nodeid", "expected"), [
+    ("harness/torch_suites/p1/test_ops_out.py::TestCommonCPU::test_out_add_cpu_float32", "ours"),
+    ("harness/torch_suites/p3/test_compile_hops.py::TestX::test_y", "ours"),
+    ("harness/torch_suites/breadth/test_ops_gradients.py::TestBwdGradientsCPU::test_fn_grad_add_cpu_complex128", "breadth"),
+])
+def test_a_bundled_test_counts_in_its_tiers_column(nodeid, expected):
+    assert counts.column_of(nodeid) == expected
 
 
 @pytest.mark.integration
@@ -60,9 +72,10 @@ def test_the_script_counts_a_checkouts_files_and_our_bundled_suites(tmp_path):
     done = subprocess.run([sys.executable, "-m", "harness.torch_suites.counts", "--tests-dir", str(tmp_path),
                            "--data", str(data)], capture_output=True, text=True, cwd=ROOT, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
-    lines = {line.split("│")[2].strip(): line for line in done.stdout.splitlines() if line.count("│") == 6}
+    lines = {line.split("│")[2].strip(): line for line in done.stdout.splitlines() if line.count("│") == 8}
     assert [cell.strip() for cell in lines["TestCommon"].split("│")[3:5]][0] == "3"  # the CUDA class left out
     assert int(lines["TestCommon"].split("│")[4].strip().replace(",", "")) > 1000  # ours, collected
+    assert int(lines["TestCommon"].split("│")[6].strip().replace(",", "")) > 1000  # breadth's, collected
     assert "total of PyTorch's files above" in done.stdout and "│       4 │" in done.stdout
 
 

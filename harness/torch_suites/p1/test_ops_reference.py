@@ -7,8 +7,9 @@ overrides for that name apply:
 - TestCommon.test_numpy_ref (`test/test_ops.py`): every reference input of an op with a `ref` that
   is not a unary or binary ufunc, reduction or spectral op is compared with the reference, in
   float64 with float64 as the default dtype. PyTorch also runs int64 and complex128; we run
-  float64. (PyTorch's current test_ops.py skips this test on CPU; the check and its OpInfo
-  decorations are unchanged, so we run it on CPU as PyTorch did before.)
+  float64 (tier breadth runs all three; body in opchecks.py). (PyTorch's current test_ops.py
+  skips this test on CPU; the check and its OpInfo decorations are unchanged, so we run it on CPU
+  as PyTorch did before.)
 - TestUnaryUfuncs.test_reference_numerics_normal (`test/test_unary_ufuncs.py`): unary ufuncs
   with a reference, on `generate_elementwise_unary_tensors` (empty, 1-D and a large 2-D tensor),
   float32 (PyTorch runs every supported dtype).
@@ -28,8 +29,6 @@ import torch
 from torch.testing._internal.common_device_type import ops
 from torch.testing._internal.common_methods_invocations import (
     BinaryUfuncInfo,
-    ReductionOpInfo,
-    SpectralFuncInfo,
     UnaryUfuncInfo,
     generate_elementwise_binary_tensors,
     generate_elementwise_unary_tensors,
@@ -39,16 +38,16 @@ from torch.testing._internal.common_utils import (
     TestCase,
     numpy_to_torch_dtype_dict,
     run_tests,
-    set_default_dtype,
     suppress_warnings,
     torch_to_numpy_dtype_dict,
 )
 
+from harness.torch_suites import opchecks
 from harness.torch_suites.entries import instantiate_cpu_tests, op_entries
 
 ENTRIES = op_entries(op for op in op_db if op.ref is not None)
 OPS = ENTRIES.chosen()
-GENERAL = [op for op in OPS if not isinstance(op, (UnaryUfuncInfo, BinaryUfuncInfo, ReductionOpInfo, SpectralFuncInfo))]
+GENERAL = opchecks.numpy_ref_ops(OPS)
 UNARY = [op for op in OPS if isinstance(op, UnaryUfuncInfo)]
 BINARY = [op for op in OPS if isinstance(op, BinaryUfuncInfo)]
 
@@ -59,9 +58,7 @@ class TestCommon(TestCase):
     @suppress_warnings
     @ops(GENERAL, allowed_dtypes=(torch.float64,))
     def test_numpy_ref(self, device, dtype, op):
-        with set_default_dtype(torch.double):
-            for sample in op.reference_inputs(device, dtype):
-                self.compare_with_reference(op, op.ref, sample, exact_dtype=dtype is not torch.long)
+        opchecks.numpy_ref(self, device, dtype, op)
 
 
 class ReferenceNumerics(TestCase):
