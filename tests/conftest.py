@@ -56,9 +56,10 @@ def work_unit(nodeid: str) -> str:
     return SHARED_NOX if module in SHARED_NOX_MODULES else module
 
 
+@pytest.hookimpl(optionalhook=True)  # the fixture files' child pytest processes may run without pytest-xdist
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
     """pytest-xdist's scope scheduling with `work_unit` as the scope. (Its `--dist loadgroup` marks do
-    not group under pytest 9.2, whose node ids it can no longer rewrite.)"""
+    not group under pytest 9.2, whose node ids it can no longer rewrite: pytest-xdist issue 1386.)"""
     from xdist.scheduler import LoadScopeScheduling
 
     class ModuleScheduling(LoadScopeScheduling):
