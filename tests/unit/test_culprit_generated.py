@@ -82,15 +82,17 @@ def test_the_compiled_record_keeps_unnamed_and_renamed_functions_by_code(tmp_pat
     assert compiled.read_by_code(str(tmp_path / "absent")) == set()
 
 
-def test_a_renamed_function_is_a_candidate_by_code_only(tmp_path: Path):
+def test_a_renamed_function_is_a_candidate_by_code_too(tmp_path: Path):
     log = tmp_path / "1-0.log"
     log.write_text(" -- Compiling m:inner\n -- Compiling m:other\n", encoding="utf-8")
     cinderx.compiled_folder(log).mkdir()
     (cinderx.compiled_folder(log) / "1.json").write_text(json.dumps(
         {"by_code": [["m:inner", "make.<locals>.wrapper", "/src/m.py", 6]]}))
     found = cinderx.read_log(log)
-    assert found.names == ("m:other", "make.<locals>.wrapper@m.py:6")
+    assert found.names == ("m:inner", "m:other", "make.<locals>.wrapper@m.py:6")
     assert found.outside(["make.<locals>.wrapper@m.py:6"]) == ("m:other",)
+    assert found.outside(["m:inner", "m:other"]) == ()  # listed by the name the log gives it
+    assert found.outside(["m:other"]) == ("make.<locals>.wrapper@m.py:6",)
 
 
 @pytest.mark.parametrize(("name", "file", "words"), [

@@ -123,7 +123,8 @@ class Log:
     last_inlining: str | None = None  # the function named by the inliner's last line
     by_code: dict[str, Place] = field(default_factory=dict)  # `qualname@file:line` -> its code's (full file, line):
     # the compiled functions a JIT list names by code (no module name, or renamed since they were made)
-    renamed: frozenset[str] = frozenset()  # the names the log gives those: no JIT list line selects them
+    logged_as: dict[str, frozenset[str]] = field(default_factory=dict)  # `qualname@file:line` -> the names
+    # the log gives it (a list naming either compiles it: CinderX matched renamed functions either way)
 
     @property
     def compiling(self) -> tuple[str, ...]:
@@ -139,19 +140,20 @@ class Log:
     @property
     def names(self) -> tuple[str, ...]:
         """Every function the JIT compiled or inlined, as a JIT list names it: the candidates for a
-        culprit. One without a module name, or renamed, is named by its code; inlined into another,
-        it has no code written, and is no candidate."""
+        culprit. One without a module name (`<invalid>:`) is named by its code only, one renamed
+        since it was made by its code too; inlined into another, it has no code written."""
         logged = [*self.compiled, *(callee for callee, _ in self.inlined)]
-        return tuple(dict.fromkeys([*filter(self._listable, logged), *self.by_code]))
+        return tuple(dict.fromkeys([*filter(listable, logged), *self.by_code]))
 
     def outside(self, jit_list: Sequence[str]) -> tuple[str, ...]:
-        """Functions compiled although the JIT list does not name them (the list did not apply)."""
+        """Functions compiled although the JIT list does not name them (the list did not apply); one
+        named by code is inside when the list names its code or the name the log gives it."""
         allowed = set(jit_list)
-        logged = filter(self._listable, (*self.compiled, *self.inlining))
-        return tuple(name for name in (*logged, *self.by_code) if name not in allowed)
-
-    def _listable(self, name: str) -> bool:
-        return listable(name) and name not in self.renamed
+        coded = {name for names in self.logged_as.values() for name in names}
+        logged = [name for name in (*self.compiled, *self.inlining) if listable(name) and name not in coded]
+        return tuple([*(name for name in logged if name not in allowed),
+                      *(entry for entry in self.by_code
+                        if entry not in allowed and allowed.isdisjoint(self.logged_as.get(entry, ())))])
 
 
 def logs(path: Path) -> list[Path]:
@@ -189,7 +191,14 @@ def read_log(path: Path) -> Log:
             last_inlining = match[1] if own else last_inlining
     return Log(True, tuple(compiled), tuple(name for name in compiled if name not in finished), tuple(inlined),
                {name: frozenset(ran) for name, ran in passes.items()}, tuple(inlining), last_inlining,
-               {by_code(*key[1:]): key[2:] for key in sorted(coded)}, frozenset(key[0] for key in coded))
+               {by_code(*key[1:]): key[2:] for key in sorted(coded)}, _logged_as(coded))
+
+
+def _logged_as(coded: Iterable[tuple[str, str, str, int]]) -> dict[str, frozenset[str]]:
+    found: dict[str, set[str]] = {}
+    for logged, qualname, file, line in coded:
+        found.setdefault(by_code(qualname, file, line), set()).add(logged)
+    return {entry: frozenset(names) for entry, names in found.items()}
 
 
 def died_compiling(text: str) -> bool:
