@@ -5,7 +5,6 @@ Names and files as torch 2.14.1 makes them, measured on CinderX 2026.11.2.0 (doc
 
 from __future__ import annotations
 
-import functools
 import json
 from pathlib import Path
 
@@ -45,8 +44,8 @@ def test_the_log_names_generated_functions_by_the_code_the_rerun_wrote_beside_it
     (tmp_path / "3-0.log.4242").write_text(" -- Compiling worker:step\n")  # a process the test started
     folder = cinderx.compiled_folder(log)
     folder.mkdir()
-    (folder / "100.json").write_text(json.dumps({"by_code": [["<invalid>:forward", "forward", "<eval_with_key>.1", 4],
-                                                             ["<invalid>:forward", "forward", "<eval_with_key>.3", 4]]}))
+    (folder / "100.json").write_text(json.dumps({"unnamed": [["forward", "<eval_with_key>.1", 4],
+                                                             ["forward", "<eval_with_key>.3", 4]]}))
     found = cinderx.read_log(log)
     assert cinderx.logs(log) == [log, tmp_path / "3-0.log.4242"]  # not the folder beside it
     assert found.names == ("torch.fx.graph:Graph.create_node", "worker:step", "forward@<eval_with_key>.1:4",
@@ -56,43 +55,17 @@ def test_the_log_names_generated_functions_by_the_code_the_rerun_wrote_beside_it
     assert found.outside(listed) == ("forward@<eval_with_key>.1:4",)  # a list by code applies or not, forward by forward
 
 
-def inner(x):
-    return x
-
-
-def make_wrapper():
-    def wrapper(x):
-        return inner(x)
-    return wrapper
-
-
-def test_the_compiled_record_keeps_unnamed_and_renamed_functions_by_code(tmp_path: Path,
-                                                                         monkeypatch: pytest.MonkeyPatch):
+def test_the_compiled_record_keeps_functions_without_a_module_name_by_code(tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch):
     scope: dict[str, object] = {}
     exec(compile("def forward(self, x):\n    return x\n", "<eval_with_key>.7", "exec"), scope)
     forward = scope["forward"]
     assert getattr(forward, "__module__", None) is None  # as fx's GraphModule code has it
-    wrapped = functools.wraps(inner)(make_wrapper())  # logged as `...:inner`, selected as `make_wrapper.<locals>.wrapper`
-    monkeypatch.setattr(compiled.jit, "compiled_functions", lambda: [forward, wrapped, inner, compiled.write])
+    monkeypatch.setattr(compiled.jit, "compiled_functions", lambda: [forward, compiled.write])
     monkeypatch.setenv(Env.COMPILED, str(tmp_path))
     compiled.write()
-    assert compiled.read_by_code(str(tmp_path)) == {
-        ("<invalid>:forward", "forward", "<eval_with_key>.7", 1),
-        (f"{__name__}:inner", "make_wrapper.<locals>.wrapper", __file__, make_wrapper.__code__.co_firstlineno + 1)}
-    assert compiled.read_by_code(str(tmp_path / "absent")) == set()
-
-
-def test_a_renamed_function_is_a_candidate_by_code_too(tmp_path: Path):
-    log = tmp_path / "1-0.log"
-    log.write_text(" -- Compiling m:inner\n -- Compiling m:other\n", encoding="utf-8")
-    cinderx.compiled_folder(log).mkdir()
-    (cinderx.compiled_folder(log) / "1.json").write_text(json.dumps(
-        {"by_code": [["m:inner", "make.<locals>.wrapper", "/src/m.py", 6]]}))
-    found = cinderx.read_log(log)
-    assert found.names == ("m:inner", "m:other", "make.<locals>.wrapper@m.py:6")
-    assert found.outside(["make.<locals>.wrapper@m.py:6"]) == ("m:other",)
-    assert found.outside(["m:inner", "m:other"]) == ()  # listed by the name the log gives it
-    assert found.outside(["m:other"]) == ()  # a renamed function is not judged
+    assert compiled.read_unnamed(str(tmp_path)) == {("forward", "<eval_with_key>.7", 1)}
+    assert compiled.read_unnamed(str(tmp_path / "absent")) == set()
 
 
 @pytest.mark.parametrize(("name", "file", "words"), [

@@ -7,11 +7,9 @@ until its debug log shows it took effect:
   (the function's `__module__` and `__qualname__`), or `qualname@file:line` (its code's
   `co_qualname`, the last part of `co_filename` after a `/`, and `co_firstlineno`; the line counts
   only with `CINDERX_JIT_LIST_MATCH_LINE_NUMBERS=1`, and the file ends at the line's last `:`).
-  A `module:qualname` line matches the names a function was made with, while the log shows its
-  names when it compiled: a function without a module name (code torch.compile generated: an fx
-  GraphModule's `forward`, AOTAutograd's runtime wrapper, Inductor's ops handlers; logged as
-  `<invalid>:qualname`) or renamed since (`functools.wraps` wrappers, dataclass and namedtuple
-  methods) is selected only by its code (measured on CinderX 2026.11.2.0);
+  A function without a module name (code torch.compile generated: an fx GraphModule's `forward`,
+  AOTAutograd's runtime wrapper, Inductor's ops handlers) is logged as `<invalid>:qualname`, which
+  no `module:qualname` line matches: only its code names it (measured on CinderX 2026.11.2.0);
 - the debug log, written to a file, says `Compiling module:qualname` when a compile starts,
   `Finished compiling module:qualname` when it ends (`Background compile failed: N for
   module:qualname` when CinderX gave up on it), and `Inlining function CALLEE into CALLER`;
@@ -32,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.protocol import Env
-from harness.run.compiled import read_by_code
+from harness.run.compiled import read_unnamed
 from harness.run.jit import JIT_LIST_FILE, LOG_FILE  # processes a test starts log beside it (LOG.<pid>), see own_log
 
 DEBUG = "CINDERX_JIT_DEBUG"
@@ -122,9 +120,7 @@ class Log:
     inlining: tuple[str, ...] = ()  # the functions the inliner worked on, in order (a name once)
     last_inlining: str | None = None  # the function named by the inliner's last line
     by_code: dict[str, Place] = field(default_factory=dict)  # `qualname@file:line` -> its code's (full file, line):
-    # the compiled functions a JIT list names by code (no module name, or renamed since they were made)
-    logged_as: dict[str, frozenset[str]] = field(default_factory=dict)  # `qualname@file:line` -> the names
-    # the log gives it (a list naming either compiles it: CinderX matched renamed functions either way)
+    # the compiled functions without a module name (logged as `<invalid>:qualname`)
 
     @property
     def compiling(self) -> tuple[str, ...]:
@@ -140,20 +136,15 @@ class Log:
     @property
     def names(self) -> tuple[str, ...]:
         """Every function the JIT compiled or inlined, as a JIT list names it: the candidates for a
-        culprit. One without a module name (`<invalid>:`) is named by its code only, one renamed
-        since it was made by its code too; inlined into another, it has no code written."""
+        culprit. One without a module name is named by its code; inlined into another, it has none."""
         logged = [*self.compiled, *(callee for callee, _ in self.inlined)]
         return tuple(dict.fromkeys([*filter(listable, logged), *self.by_code]))
 
     def outside(self, jit_list: Sequence[str]) -> tuple[str, ...]:
-        """Functions compiled although the JIT list does not name them (the list did not apply). A
-        renamed function is not judged: CinderX selected some by a name neither the log nor its
-        code gives (measured: dynamo's `DisableContext.__call__.<locals>._fn`)."""
+        """Functions compiled although the JIT list does not name them (the list did not apply)."""
         allowed = set(jit_list)
-        coded = {name for names in self.logged_as.values() for name in names}
-        logged = [name for name in (*self.compiled, *self.inlining) if listable(name) and name not in coded]
-        unnamed = [entry for entry, names in self.logged_as.items() if not any(map(listable, names))]
-        return tuple(name for name in (*logged, *unnamed) if name not in allowed)
+        logged = filter(listable, (*self.compiled, *self.inlining))
+        return tuple(name for name in (*logged, *self.by_code) if name not in allowed)
 
 
 def logs(path: Path) -> list[Path]:
@@ -168,7 +159,7 @@ def read_log(path: Path) -> Log:
     files = logs(path)
     if not files:
         return Log(False, (), (), (), {})
-    coded = read_by_code(str(compiled_folder(path)))
+    unnamed = read_unnamed(str(compiled_folder(path)))
     compiled: dict[str, None] = {}
     finished: set[str] = set()
     inlined: dict[tuple[str, str], None] = {}
@@ -191,14 +182,7 @@ def read_log(path: Path) -> Log:
             last_inlining = match[1] if own else last_inlining
     return Log(True, tuple(compiled), tuple(name for name in compiled if name not in finished), tuple(inlined),
                {name: frozenset(ran) for name, ran in passes.items()}, tuple(inlining), last_inlining,
-               {by_code(*key[1:]): key[2:] for key in sorted(coded)}, _logged_as(coded))
-
-
-def _logged_as(coded: Iterable[tuple[str, str, str, int]]) -> dict[str, frozenset[str]]:
-    found: dict[str, set[str]] = {}
-    for logged, qualname, file, line in coded:
-        found.setdefault(by_code(qualname, file, line), set()).add(logged)
-    return {entry: frozenset(names) for entry, names in found.items()}
+               {by_code(*key): key[1:] for key in sorted(unnamed)})
 
 
 def died_compiling(text: str) -> bool:
