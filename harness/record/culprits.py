@@ -43,16 +43,18 @@ class CulpritStatus(StrEnum):
 class CulpritFunction:
     """One function CinderX compiled, as its JIT list names it, and where its code is."""
 
-    name: str  # module:qualname
+    name: str  # module:qualname, or qualname@file:line for code without a module name (CinderX's JIT list)
     file: str = ""  # "" when it cannot be located (a function defined inside another, generated code)
     line: int | None = None
     inlined: tuple[str, ...] = ()  # functions CinderX inlined into it when it compiled it
+    origin: str = ""  # code torch.compile generated: what made it and how to see it ("" for a source file's)
 
     @property
     def where(self) -> str:
-        """`name (file:line)`, the way the reports print a function."""
+        """`name (file:line)`, then what generated it, the way the reports print a function."""
         place = f"{self.file}:{self.line}" if self.file and self.line else self.file
-        return f"{self.name} ({place})" if place else self.name
+        named = f"{self.name} ({place})" if place else self.name
+        return f"{named}: {self.origin}" if self.origin else named
 
 
 @dataclass(frozen=True)

@@ -153,14 +153,17 @@ def test_the_inliner_log_alone_names_the_function_it_was_working_on_last(tmp_pat
                             "torch.utils._pytree:tree_iter", repr_)
     assert log.inlined_into(repr_) == ("torch.fx.node:_get_qualified_name",)
     assert log.outside([repr_]) == log.inlining[:3]  # what the inliner worked on, the list did not name
-    assert cinderx.settings(path, inliner_only=True) == {"CINDERX_JIT_DEBUG_INLINER": "1", "CINDERX_JIT_LOG_FILE": str(path)}
+    assert cinderx.settings(path, inliner_only=True) == {"CINDERX_JIT_DEBUG_INLINER": "1", "CINDERX_JIT_LOG_FILE": str(path),
+                                                         "HARNESS_COMPILED": str(path) + ".compiled"}
 
 
 def test_probe_settings_are_cinderx_options_it_lists(tmp_path: Path):
     settings = cinderx.settings(tmp_path / "x.log", tmp_path / "x.jitlist", "DeadCodeElimination")
     assert settings == {"CINDERX_JIT_DEBUG": "1", "CINDERX_JIT_LOG_FILE": str(tmp_path / "x.log"),
-                        "CINDERX_JIT_LIST_FILE": str(tmp_path / "x.jitlist"), "CINDERX_JIT_DEAD_CODE_ELIM": "0",
-                        "CINDERX_JIT_DUMP_HIR_PASSES": "1"}
+                        "HARNESS_COMPILED": str(tmp_path / "x.log.compiled"),
+                        "CINDERX_JIT_LIST_FILE": str(tmp_path / "x.jitlist"), "CINDERX_JIT_LIST_MATCH_LINE_NUMBERS": "1",
+                        "CINDERX_JIT_DEAD_CODE_ELIM": "0", "CINDERX_JIT_DUMP_HIR_PASSES": "1"}
+    assert (tmp_path / "x.log.compiled").is_dir()  # where the rerun's processes write what they compiled
     assert len(cinderx.PASSES) == len(set(cinderx.PASSES.values())) == 11
 
 
@@ -328,4 +331,4 @@ def test_every_cinderx_setting_the_search_uses_is_one_cinderx_knows(tmp_path: Pa
 
     used = {*cinderx.settings(tmp_path / "l", tmp_path / "j", "Simplify"), *cinderx.settings(tmp_path / "l", inliner_only=True),
             *cinderx.PASSES.values()}
-    assert used - cinderx_variables.known() == set()
+    assert used - cinderx_variables.known() == {"HARNESS_COMPILED"}  # the harness's own: the code of what compiled

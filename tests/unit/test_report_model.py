@@ -120,7 +120,7 @@ def test_json_keeps_the_contract_and_adds_optional_parts_only_when_given(tmp_pat
     culprit = by_test["test_a::test_2"]["culprit"]
     assert culprit["status"] == "found" and culprit["passes"] == ["Simplify"] and culprit["probes"] == 7
     assert culprit["functions"] == [{"name": "torch.nn.modules.linear:Linear.forward", "file": "linear.py", "line": 125,
-                                     "inlined": ["torch.nn.functional:linear"]}]
+                                     "inlined": ["torch.nn.functional:linear"], "origin": ""}]
     assert (culprit["reproducer"], culprit["jit_list"], culprit["seconds"]) == ("repro", "run/culprits/x.jitlist", 3.0)
     assert by_test["test_a::test_2"]["new_since"] == "r2"
     [known_one] = full["known_regressions"]

@@ -27,7 +27,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from harness.compare import replay
-from harness.compare.culprit import cinderx
+from harness.compare.culprit import cinderx, generated
 from harness.compare.culprit.locate import locate
 from harness.compare.culprit.probes import Budget, Probe, Prober, ProbeError, Rerun, Target
 from harness.compare.culprit.search import FlakyProbe, JitList, Verdict, smallest_failing
@@ -163,11 +163,15 @@ def _passes(function: str, prober: Prober) -> tuple[tuple[str, ...], str]:
 
 
 def _functions(target: Target, found: JitList, reruns: Sequence[Rerun], timeout: float) -> tuple[CulpritFunction, ...]:
-    """Each function with its place and what CinderX inlined into it in these reruns."""
-    places = locate(target.prefix, target.nodeid, found, timeout)
+    """Each function with its place, what CinderX inlined into it in these reruns, and what generated
+    it. A function named by its code has its place from the reruns; the others are located."""
+    by_code = {name: place for rerun in reruns for name, place in rerun.log.by_code.items()}
+    places = {**locate(target.prefix, target.nodeid, [name for name in found if name not in by_code], timeout),
+              **by_code}
     inlined = {name: tuple(dict.fromkeys(callee for rerun in reruns for callee in rerun.log.inlined_into(name)))
                for name in found}
-    return tuple(CulpritFunction(name, *places[name], inlined=inlined[name]) for name in found)
+    return tuple(CulpritFunction(name, *places.get(name, ("", None)), inlined=inlined[name],
+                                 origin=generated.origin(name, places.get(name, ("", None))[0])) for name in found)
 
 
 def _reproducer(target: Target, found: JitList, prober: Prober) -> tuple[str, Path, str]:
@@ -178,14 +182,17 @@ def _reproducer(target: Target, found: JitList, prober: Prober) -> tuple[str, Pa
     cinderx.write_jit_list(path, found)
     empty = prober.folder / "empty.jitlist"
     cinderx.write_jit_list(empty, ())
-    with_it, without = prober.probe_commands([(reproducer(target, path), found), (reproducer(target, empty), ())])
+    command = reproducer(target, path, found)
+    with_it, without = prober.probe_commands([(command, found), (reproducer(target, empty), ())])
     if with_it.verdict is Verdict.FAILS and without.verdict is Verdict.PASSES:
-        return reproducer(target, path), path, ""
-    return reproducer(target, path), path, (f"the reproducer in fresh processes: with the culprit listed it "
+        return command, path, ""
+    return command, path, (f"the reproducer in fresh processes: with the culprit listed it "
                                             f"{with_it.seen}; with an empty list it {without.seen}")
 
 
-def reproducer(target: Target, jit_list: Path) -> str:
-    """The replay command, run with CinderX reading `jit_list` (its environment variable)."""
+def reproducer(target: Target, jit_list: Path, found: JitList = ()) -> str:
+    """The replay command, run with CinderX reading `jit_list` (its environment variable), which
+    matches a function named by its code (in `found`) by its first line too."""
     replay_command = replay.command(target.prefix, target.nodeids)
-    return f"env {cinderx.JIT_LIST_FILE}={shlex.quote(str(jit_list))} sh -c {shlex.quote(replay_command)}"
+    lines = f" {cinderx.MATCH_LINE_NUMBERS}=1" if any(map(cinderx.named_by_code, found)) else ""
+    return f"env {cinderx.JIT_LIST_FILE}={shlex.quote(str(jit_list))}{lines} sh -c {shlex.quote(replay_command)}"

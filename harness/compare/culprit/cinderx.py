@@ -3,7 +3,13 @@
 Settings are environment variables CinderX reads when it is imported (`python -X cinderx-jit-help
 -c "import cinderx"` lists them); it ignores names it does not know, so nothing set here is trusted
 until its debug log shows it took effect:
-- a JIT list file of `module:qualname` lines restricts compilation to the functions it names;
+- a JIT list file restricts compilation to the functions it names, a line each: `module:qualname`
+  (the function's `__module__` and `__qualname__`), or `qualname@file:line` (its code's
+  `co_qualname`, the last part of `co_filename` after a `/`, and `co_firstlineno`; the line counts
+  only with `CINDERX_JIT_LIST_MATCH_LINE_NUMBERS=1`, and the file ends at the line's last `:`).
+  A function without a module name (code torch.compile generated: an fx GraphModule's `forward`,
+  AOTAutograd's runtime wrapper, Inductor's ops handlers) is logged as `<invalid>:qualname`, which
+  no `module:qualname` line matches: only its code names it (measured on CinderX 2026.11.2.0);
 - the debug log, written to a file, says `Compiling module:qualname` when a compile starts,
   `Finished compiling module:qualname` when it ends (`Background compile failed: N for
   module:qualname` when CinderX gave up on it), and `Inlining function CALLEE into CALLER`;
@@ -20,14 +26,18 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from harness.protocol import Env
+from harness.run.compiled import read_unnamed
 from harness.run.jit import JIT_LIST_FILE, LOG_FILE  # processes a test starts log beside it (LOG.<pid>), see own_log
 
 DEBUG = "CINDERX_JIT_DEBUG"
 INLINER_DEBUG = "CINDERX_JIT_DEBUG_INLINER"
 DUMP_HIR_PASSES = "CINDERX_JIT_DUMP_HIR_PASSES"
+MATCH_LINE_NUMBERS = "CINDERX_JIT_LIST_MATCH_LINE_NUMBERS"  # a `qualname@file:line` line matches that line only
+UNNAMED = "<invalid>:"  # how the debug log names a function without a module name
 COMPILE_THREAD = "bg_cx_compile"  # the name CinderX gives its background compile thread
 
 # The optional HIR passes, as the pass dump names them, and the switch that turns each off ("0").
@@ -46,6 +56,8 @@ PASSES: dict[str, str] = {
     "SinkPrimitiveBox": "CINDERX_JIT_SINK_PRIMITIVE_BOX",
 }
 
+Place = tuple[str, int]  # a code's file and first line
+
 _COMPILING = re.compile(r" -- Compiling (\S+)$")
 _FINISHED = re.compile(r" -- (?:Finished compiling|Background compile failed: \S+ for) (\S+)")
 _INLINING = re.compile(r" -- Inlining function (\S+) into (\S+)$")
@@ -57,12 +69,15 @@ _DIED_IN_COMPILE_THREAD = re.compile(rf"^Current thread 0x[0-9a-f]+ \[{COMPILE_T
 
 def settings(log: Path, jit_list: Path | None = None, without_pass: str | None = None,
              inliner_only: bool = False) -> dict[str, str]:
-    """The environment of one probe: the debug log (or only the inliner's) into `log`, the JIT list
-    (None: no list, every function may compile), and one HIR pass switched off (its dump on, to
-    see it did not run)."""
-    found = {INLINER_DEBUG if inliner_only else DEBUG: "1", LOG_FILE: str(log)}
+    """The environment of one probe: the debug log (or only the inliner's) into `log`, the
+    functions without a module name by code beside it (`compiled_folder`, created here), the JIT
+    list (None: no list, every function may compile), and one HIR pass switched off (its dump on,
+    to see it did not run)."""
+    compiled_folder(log).mkdir(exist_ok=True)
+    found = {INLINER_DEBUG if inliner_only else DEBUG: "1", LOG_FILE: str(log), Env.COMPILED: str(compiled_folder(log))}
     if jit_list is not None:
         found[JIT_LIST_FILE] = str(jit_list)
+        found[MATCH_LINE_NUMBERS] = "1"
     if without_pass is not None:
         found[PASSES[without_pass]] = "0"
         found[DUMP_HIR_PASSES] = "1"
@@ -71,6 +86,26 @@ def settings(log: Path, jit_list: Path | None = None, without_pass: str | None =
 
 def write_jit_list(path: Path, functions: Iterable[str]) -> None:
     path.write_text("".join(f"{name}\n" for name in functions), encoding="utf-8")
+
+
+def compiled_folder(log: Path) -> Path:
+    """Where a rerun's processes write what they compiled (harness/run/compiled.py), beside its log."""
+    return log.with_name(f"{log.name}.compiled")
+
+
+def by_code(qualname: str, file: str, line: int) -> str:
+    """The JIT list line that names a function by its code (`forward@<eval_with_key>.3:4`)."""
+    return f"{qualname}@{file.rsplit('/', 1)[-1]}:{line}"
+
+
+def named_by_code(entry: str) -> bool:
+    """Whether a JIT list line names a function by its code (`qualname@file:line`), not by module."""
+    return "@" in entry.partition(":")[0]
+
+
+def listable(name: str) -> bool:
+    """Whether a JIT list line `module:qualname` can name this logged function (it has a module name)."""
+    return not name.startswith(UNNAMED)
 
 
 @dataclass(frozen=True)
@@ -84,6 +119,8 @@ class Log:
     passes: dict[str, frozenset[str]]  # function -> HIR passes that ran on it (with the pass dump on)
     inlining: tuple[str, ...] = ()  # the functions the inliner worked on, in order (a name once)
     last_inlining: str | None = None  # the function named by the inliner's last line
+    by_code: dict[str, Place] = field(default_factory=dict)  # `qualname@file:line` -> its code's (full file, line):
+    # the compiled functions without a module name (logged as `<invalid>:qualname`)
 
     @property
     def compiling(self) -> tuple[str, ...]:
@@ -98,25 +135,31 @@ class Log:
 
     @property
     def names(self) -> tuple[str, ...]:
-        """Every function the JIT compiled or inlined: the candidates for a culprit."""
-        return tuple(dict.fromkeys([*self.compiled, *(callee for callee, _ in self.inlined)]))
+        """Every function the JIT compiled or inlined, as a JIT list names it: the candidates for a
+        culprit. One without a module name is named by its code; inlined into another, it has none."""
+        logged = [*self.compiled, *(callee for callee, _ in self.inlined)]
+        return tuple(dict.fromkeys([*filter(listable, logged), *self.by_code]))
 
     def outside(self, jit_list: Sequence[str]) -> tuple[str, ...]:
         """Functions compiled although the JIT list does not name them (the list did not apply)."""
         allowed = set(jit_list)
-        return tuple(name for name in (*self.compiled, *self.inlining) if name not in allowed)
+        logged = filter(listable, (*self.compiled, *self.inlining))
+        return tuple(name for name in (*logged, *self.by_code) if name not in allowed)
 
 
 def logs(path: Path) -> list[Path]:
     """The log of a rerun's test process, and those of the processes it started (`path.<pid>`)."""
-    return [path, *sorted(path.parent.glob(f"{path.name}.*"))] if path.is_file() else []
+    started = (found for found in path.parent.glob(f"{path.name}.*") if found.name[len(path.name) + 1:].isdigit())
+    return [path, *sorted(started)] if path.is_file() else []
 
 
 def read_log(path: Path) -> Log:
-    """What CinderX logged in a rerun's test process and in the processes it started."""
+    """What CinderX logged in a rerun's test process and in the processes it started, with the
+    code of the functions without a module name they compiled (written beside it)."""
     files = logs(path)
     if not files:
         return Log(False, (), (), (), {})
+    unnamed = read_unnamed(str(compiled_folder(path)))
     compiled: dict[str, None] = {}
     finished: set[str] = set()
     inlined: dict[tuple[str, str], None] = {}
@@ -138,7 +181,8 @@ def read_log(path: Path) -> Log:
             inlining.setdefault(match[1])
             last_inlining = match[1] if own else last_inlining
     return Log(True, tuple(compiled), tuple(name for name in compiled if name not in finished), tuple(inlined),
-               {name: frozenset(ran) for name, ran in passes.items()}, tuple(inlining), last_inlining)
+               {name: frozenset(ran) for name, ran in passes.items()}, tuple(inlining), last_inlining,
+               {by_code(*key): key[1:] for key in sorted(unnamed)})
 
 
 def died_compiling(text: str) -> bool:

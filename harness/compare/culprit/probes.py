@@ -204,6 +204,7 @@ class Prober:
         found = cinderx.read_log(log)
         for path in cinderx.logs(log):
             path.unlink()
+        shutil.rmtree(cinderx.compiled_folder(log), ignore_errors=True)
         check(outcome, found, jit_list)
         return Rerun(outcome, found)
 
