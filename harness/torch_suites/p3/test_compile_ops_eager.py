@@ -6,7 +6,8 @@ Tests, names and what each proves: docs/torch_suites.md#p3-torchcompile-over-the
 from torch.testing._internal.common_methods_invocations import op_db
 from torch.testing._internal.common_utils import run_tests
 
-from harness.torch_suites.compilechecks import Backend, instantiate_op_suite
+from harness.torch_suites.compilechecks import Backend
+from harness.torch_suites.compilesuites import instantiate_op_suite
 from harness.torch_suites.entries import op_entries
 
 ENTRIES = op_entries(op_db)

@@ -9,7 +9,8 @@ Tests, names and what each proves: docs/torch_suites.md#p3-torchcompile-over-the
 from torch.testing._internal.common_optimizers import optim_db
 from torch.testing._internal.common_utils import run_tests
 
-from harness.torch_suites.compilechecks import Backend, hot_optimizer_test, instantiate_suite, optimizer_test
+from harness.torch_suites.compilechecks import Backend
+from harness.torch_suites.compilesuites import hot_optimizer_test, instantiate_suite, optimizer_test
 from harness.torch_suites.entries import Entries
 
 ENTRIES = Entries(tuple(optim_db), full_name=lambda info: info.name)

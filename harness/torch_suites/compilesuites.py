@@ -1,0 +1,132 @@
+"""P3's test classes over PyTorch's databases (harness/torch_suites/p3/): each database through
+torch.compile's backends, under PyTorch's class and test names where PyTorch makes the same check
+(so the entries' skips and expected failures apply), with the hot states beside; the checks they
+run are in compilechecks.py."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, MutableMapping
+from typing import Any
+
+import torch
+from torch.testing._internal.common_device_type import ops
+from torch.testing._internal.common_modules import modules
+from torch.testing._internal.common_optimizers import optims
+from torch.testing._internal.common_utils import TestCase
+
+from harness.torch_suites.compilechecks import (
+    Backend,
+    HotState,
+    check_hot,
+    check_module,
+    check_op,
+    check_optimizer,
+    first_module,
+    first_op_sample,
+    optimizer_pair,
+    python_callable,
+    set_gradients,
+)
+from harness.torch_suites.entries import instantiate_cpu_tests
+
+
+def test_class(name: str, module_name: str, tests: dict[str, Callable[..., None]]) -> type[TestCase]:
+    """A generic test class for PyTorch's device-type instantiation, named as `name` in `module_name`."""
+    for test_name, test in tests.items():
+        test.__name__ = test.__qualname__ = test_name
+    generic = type(name, (TestCase,), {"exact_dtype": True, **tests})
+    generic.__module__, generic.__qualname__ = module_name, name
+    return generic
+
+
+def op_test(chosen: list, backend: Backend, dynamic: bool | None = None) -> Callable[..., None]:
+    @ops(chosen, allowed_dtypes=(torch.float32,))
+    def test(self: TestCase, device: str, dtype: torch.dtype, op: Any) -> None:
+        check_op(self, device, dtype, op, backend, dynamic)
+    return test
+
+
+def hot_op_test(chosen: list, state: HotState, backend: Backend) -> Callable[..., None]:
+    @ops(chosen, allowed_dtypes=(torch.float32,))
+    def test(self: TestCase, device: str, dtype: torch.dtype, op: Any) -> None:
+        args, kwargs = first_op_sample(op, device, dtype)
+        check_hot(self, state, op.op if state is HotState.ENTRY else op, backend, args, kwargs)
+    return test
+
+
+def module_test(chosen: list, backend: Backend) -> Callable[..., None]:
+    @modules(chosen, allowed_dtypes=(torch.float32,))
+    def test(self: TestCase, device: str, dtype: torch.dtype, module_info: Any, training: bool) -> None:
+        check_module(self, device, dtype, module_info, training, backend)
+    return test
+
+
+def hot_module_test(chosen: list, state: HotState, backend: Backend) -> Callable[..., None]:
+    @modules(chosen, allowed_dtypes=(torch.float32,))
+    def test(self: TestCase, device: str, dtype: torch.dtype, module_info: Any, training: bool) -> None:
+        module, args, kwargs = first_module(module_info, device, dtype, training)
+        check_hot(self, state, module, backend, args, kwargs)
+    return test
+
+
+def optimizer_test(chosen: list, backend: Backend) -> Callable[..., None]:
+    @optims(chosen, dtypes=[torch.float32])
+    def test(self: TestCase, device: str, dtype: torch.dtype, optim_info: Any) -> None:
+        check_optimizer(self, device, dtype, optim_info, backend)
+    return test
+
+
+def hot_optimizer_test(chosen: list, state: HotState, backend: Backend) -> Callable[..., None]:
+    @optims(chosen, dtypes=[torch.float32])
+    def test(self: TestCase, device: str, dtype: torch.dtype, optim_info: Any) -> None:
+        optim_input = next(iter(optim_info.optim_inputs_func(device=device, dtype=dtype)))
+        optimizer, _ = optimizer_pair(optim_info, optim_input, device, dtype)
+        set_gradients(optimizer, 0, optim_info)
+        check_hot(self, state, optimizer.step, backend, (lambda: torch.zeros(()),), {})
+    return test
+
+
+def hot_tests(make: Callable[[list, HotState, Backend], Callable[..., None]], entries: list,
+              backend: Backend) -> dict[str, Callable[..., None]]:
+    """The three hot states for one backend over `entries` (those whose callable is Python code)."""
+    return {f"test_hot_{state}_{backend}": make(entries, state, backend) for state in HotState} if entries else {}
+
+
+def python_entries(entries: list) -> list:
+    """The OpInfos whose callable is Python code (the JIT can compile it; dynamo traces into it)."""
+    return [op for op in entries if python_callable(op.op) is not None]
+
+
+def instantiate_op_suite(scope: MutableMapping[str, object], chosen: list, backend: Backend) -> None:
+    """op_db through one backend, under PyTorch's names where PyTorch makes the check (Inductor's
+    `TestInductorOpInfo.test_comprehensive`, AOTAutograd's `TestEagerFusionOpInfo` tests), with the
+    hot states beside. The dynamic-shape slice is the OpInfos written in Python: their shape
+    arithmetic is Python code that dynamo turns into symbolic expressions, where a JIT meets it."""
+    python = python_entries(chosen)
+    suites = {
+        Backend.EAGER: ("TestDynamoOpInfo", {"test_compile_eager": op_test(chosen, backend)}, chosen),
+        Backend.AOT_EAGER: ("TestEagerFusionOpInfo", {
+            "test_aot_autograd_exhaustive": op_test(chosen, backend),
+            **({"test_aot_autograd_symbolic_exhaustive": op_test(python, backend, dynamic=True)} if python else {}),
+        }, chosen),
+        Backend.INDUCTOR: ("TestInductorOpInfo", {"test_comprehensive": op_test(chosen, backend)}, chosen),
+    }
+    name, tests, entries = suites[backend]
+    instantiate(scope, test_class(name, scope["__name__"], tests), entries)
+    instantiate(scope, test_class("TestCompileHotOpInfo", scope["__name__"], hot_tests(hot_op_test, python, backend)),
+                python)
+
+
+def instantiate(scope: MutableMapping[str, object], generic: type[TestCase], chosen: list) -> None:
+    scope[generic.__name__] = generic
+    instantiate_cpu_tests(generic, scope, chosen)
+
+
+def instantiate_suite(scope: MutableMapping[str, object], name: str, make: Callable[[list, Backend], Callable[..., None]],
+                      make_hot: Callable[[list, HotState, Backend], Callable[..., None]], chosen: list,
+                      names: Mapping[Backend, str], hot_name: str) -> None:
+    """A database through every backend: the compile tests under `names` (PyTorch's where PyTorch
+    makes the check), in class `name`, and the hot states in class `hot_name`."""
+    instantiate(scope, test_class(name, scope["__name__"], {names[b]: make(chosen, b) for b in Backend}), chosen)
+    hot = {test: check for backend in Backend for test, check in hot_tests(make_hot, chosen, backend).items()}
+    instantiate(scope, test_class(hot_name, scope["__name__"], hot), chosen)
