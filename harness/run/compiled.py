@@ -80,13 +80,3 @@ def write() -> None:
     except OSError:
         pass  # a vanished run directory: this process's coverage is lost, its results are not
 
-
-def read_unnamed(folder: str) -> set[tuple[str, str, int]]:
-    """The functions without a module name that the processes writing into `folder` compiled, by
-    code (qualified name, file, first line); none when nothing was written."""
-    found: set[tuple[str, str, int]] = set()
-    for name in sorted(os.listdir(folder)) if os.path.isdir(folder) else ():
-        if name.endswith(".json"):
-            with open(os.path.join(folder, name), encoding="utf-8") as handle:
-                found.update((str(q), str(f), int(line)) for q, f, line in json.load(handle).get("unnamed", ()))
-    return found

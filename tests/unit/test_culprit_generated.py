@@ -64,8 +64,10 @@ def test_the_compiled_record_keeps_functions_without_a_module_name_by_code(tmp_p
     monkeypatch.setattr(compiled.jit, "compiled_functions", lambda: [forward, compiled.write])
     monkeypatch.setenv(Env.COMPILED, str(tmp_path))
     compiled.write()
-    assert compiled.read_unnamed(str(tmp_path)) == {("forward", "<eval_with_key>.7", 1)}
-    assert compiled.read_unnamed(str(tmp_path / "absent")) == set()
+    assert cinderx.read_unnamed(tmp_path) == {("forward", "<eval_with_key>.7", 1)}
+    assert cinderx.read_unnamed(tmp_path / "absent") == set()
+    (tmp_path / "killed.json").write_text('{"unnamed": [["forward", "<eval_wi')  # a process killed while writing
+    assert cinderx.read_unnamed(tmp_path) == {("forward", "<eval_with_key>.7", 1)}
 
 
 @pytest.mark.parametrize(("name", "file", "words"), [

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.protocol import Env
-from harness.run.compiled import read_unnamed
+from harness.record.coverage import read_process_file
 from harness.run.jit import JIT_LIST_FILE, LOG_FILE  # processes a test starts log beside it (LOG.<pid>), see own_log
 
 DEBUG = "CINDERX_JIT_DEBUG"
@@ -91,6 +91,20 @@ def write_jit_list(path: Path, functions: Iterable[str]) -> None:
 def compiled_folder(log: Path) -> Path:
     """Where a rerun's processes write what they compiled (harness/run/compiled.py), beside its log."""
     return log.with_name(f"{log.name}.compiled")
+
+
+def read_unnamed(folder: Path) -> set[tuple[str, str, int]]:
+    """The functions without a module name that the processes writing into `folder` compiled, by
+    code (qualified name, file, first line), read as coverage reads those files: one cut short by
+    a killed process, or an entry of the wrong shape, is left out."""
+    found: set[tuple[str, str, int]] = set()
+    for path in sorted(folder.glob("*.json")):
+        content = read_process_file(path) or {}
+        entries = content.get("unnamed")
+        for entry in entries if isinstance(entries, list) else ():
+            if isinstance(entry, list) and len(entry) == 3 and type(entry[2]) is int:
+                found.add((str(entry[0]), str(entry[1]), entry[2]))
+    return found
 
 
 def by_code(qualname: str, file: str, line: int) -> str:
@@ -159,7 +173,7 @@ def read_log(path: Path) -> Log:
     files = logs(path)
     if not files:
         return Log(False, (), (), (), {})
-    unnamed = read_unnamed(str(compiled_folder(path)))
+    unnamed = read_unnamed(compiled_folder(path))
     compiled: dict[str, None] = {}
     finished: set[str] = set()
     inlined: dict[tuple[str, str], None] = {}
