@@ -74,8 +74,8 @@ def _schedule_rank(item: pytest.Item) -> int:
     as they are the longest unit and run on one worker, then the slower kinds first."""
     if work_unit(item.nodeid) == SHARED_NOX:
         return 0
-    return next((rank for rank, kind in enumerate(("e2e", "integration", "unit"), start=1)
-                 if item.get_closest_marker(kind)), 4)  # 4: a fixture file's test, run by a test
+    return next((rank for rank, kind in enumerate(reversed(KINDS), start=1)
+                 if item.get_closest_marker(kind)), len(KINDS) + 1)  # last: a fixture file's test, run by a test
 
 
 def pytest_configure(config: pytest.Config) -> None:
