@@ -14,6 +14,7 @@ every run in the results database, and both sides of a comparison, name a test t
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
 from harness.protocol import OUTCOMES, Outcome
@@ -41,6 +42,21 @@ def key(classname: str, name: str) -> str:
     if "0x" in classname:
         classname = _ADDRESS.sub("0x?", classname)
     return f"{classname}::{name}"
+
+
+def keys(identities: Iterable[tuple[str, str]]) -> list[str]:
+    """`key` of many (classname, name) pairs: joined in C when none holds per-process noise."""
+    identities = list(identities)
+    return keyed(list(map("::".join, identities)), identities)
+
+
+def keyed(joined: Sequence[str], identities: Iterable[tuple[str, str]]) -> Sequence[str]:
+    """The keys of tests whose `classname::name` are `joined`: those very strings, unless one of them
+    may hold per-process noise (looked for once in all of them), then `key` of each."""
+    text = "\n".join(joined)
+    if "0x" in text or "@" in text:
+        return [key(classname, name) for classname, name in identities]
+    return joined
 
 
 def merge(earlier: Reported, later: Reported) -> Reported:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
@@ -27,7 +27,7 @@ from junitparser import Error, Failure, JUnitXml, Properties, Property, Skipped,
 
 from harness.errors import HarnessError
 from harness.protocol import Outcome
-from harness.record.model import Fields, StoredResult, TestResult
+from harness.record.model import Batch, Fields, Passes, PlainFile, StoredResult, TestResult, batch_fields
 
 _RESULT_ELEMENT = {Outcome.FAILED: Failure, Outcome.ERROR: Error, Outcome.CRASHED: Error, Outcome.TIMEOUT: Error,
                    Outcome.SKIPPED: Skipped, Outcome.XFAILED: Skipped}
@@ -46,6 +46,19 @@ MAX_TOKEN = 16 << 20
 _ATTEMPT_ELEMENTS = {"rerunFailure": Outcome.FAILED, "flakyFailure": Outcome.FAILED, "rerunError": Outcome.ERROR,
                      "flakyError": Outcome.ERROR, "rerun": Outcome.FAILED}
 RERUN_ATTEMPT = "failed: rerun (pytest's JUnit XML keeps no details of earlier attempts)"
+# The plain path (`_plain_batches`): a file up to this size is read whole, so its text is in memory at once.
+PLAIN_BYTES = 32 << 20
+_UTF8_BOM = b"\xef\xbb\xbf"
+_SPACE = "[ \t\r\n]"  # XML's white space
+# An attribute value as written, with nothing to normalize or expand and no character XML refuses.
+_VALUE = '[^"<&\x00-\x1f\ufffe\uffff]*'
+_NAME_VALUE = '[^"<&\x00-\x1f\ufffe\uffff\\S]*[^"<&\x00-\x1f\ufffe\uffff\\s][^"<&\x00-\x1f\ufffe\uffff]*'  # not blank
+_ATTRIBUTE = '[A-Za-z_][A-Za-z0-9_.:-]*'  # an attribute name, ASCII only (all of it XML allows)
+_FIRST_CASE = re.compile(f'<testcase((?:{_SPACE}+{_ATTRIBUTE}="{_VALUE}")+){_SPACE}*/>')
+_ATTRIBUTE_NAME = re.compile(f'{_SPACE}+({_ATTRIBUTE})="[^"]*"')
+_DECLARATION = re.compile(rb"""<\?xml[ \t\r\n]+version[ \t\r\n]*=[ \t\r\n]*["'][^"']*["']"""
+                          rb"""(?:[ \t\r\n]+encoding[ \t\r\n]*=[ \t\r\n]*["']([A-Za-z][\w.-]*)["'])?[^?<>]*\?>""")
+_BLOCK = "harness-plain"  # the processing instruction that stands in for a run of plain tests
 
 
 def build_suite(suite_name: str, results: Iterable[TestResult], properties: dict[str, str],
@@ -123,19 +136,112 @@ def iter_results(path: Path) -> Iterator[TestResult]:
     """The results of `read_results`, a <testsuite> at a time: memory holds one suite, never the
     whole file (pytest's own --junitxml writes one suite per session)."""
     for batch in iter_fields(path):
-        for fields in batch:
+        for fields in batch_fields(batch):
             yield TestResult(*fields)
 
 
-def iter_fields(path: Path) -> Iterator[list[Fields]]:
-    """The tests of `read_results` as Fields, in batches (the suites settled after each chunk read)."""
-    reader = _Reader(path)
+def iter_fields(path: Path) -> Iterator[Batch]:
+    """The tests of `read_results` in batches (the suites settled after each chunk read): Fields, and
+    the plain passes of a file of the plain shape (`_plain_batches`) as columns."""
     try:
+        plain = _plain_batches(path)
+        if plain is not None:
+            yield from plain
+            return
+        reader = _Reader(path)
         with open(path, "rb") as handle:
             yield from reader.read(handle)
     except (ExpatError, DefusedXmlException, OSError, UnicodeError, ValueError) as error:
         reason = " ".join(str(error).split()) or type(error).__name__
         raise HarnessError(f"{path}: not readable as JUnit XML: {type(error).__name__}: {reason}") from None
+
+
+def _plain_batches(path: Path) -> list[Batch] | None:
+    """A whole file's batches read the fast way, or None when the file is not of the plain shape
+    (then the streaming reader reads it, and says what is wrong with it if anything is).
+
+    The plain shape: UTF-8, at most PLAIN_BYTES, no markup declaration, comment, CDATA section or
+    processing instruction (`<!`, `<?` beyond the XML declaration). In such a file a regular
+    expression finds self-closing <testcase> elements exactly (`_Layout`: a tag whose every
+    character is checked to be what XML allows there). Runs of them are taken out as columns,
+    each left as a processing instruction that stands in its place, and the rest of the file goes
+    through the streaming reader's handlers: expat checks that it is well-formed (no DTD: no entity
+    can be declared, none expanded) and rooted in <testsuites> or <testsuite>, and a stand-in
+    outside the root or inside another test is refused, so the whole file is well-formed exactly
+    when the rest is. Whatever the plain path does not read as the streaming reader would (a
+    rerun written twice in a suite, anything malformed) goes to the streaming reader."""
+    if path.stat().st_size > PLAIN_BYTES:
+        return None
+    text = _plain_text(path.read_bytes())
+    layout = _Layout.of(text) if text is not None else None
+    if layout is None:
+        return None
+    blocks: list[dict[str, tuple[str, ...]]] = []
+    reduced = layout.runs.sub(lambda run: _stand_in(run.group(), layout, blocks), text)  # type: ignore[arg-type]
+    if reduced.rstrip().endswith("?>"):
+        return None  # a run after the root element
+    try:
+        return _Reader(path, blocks).read_whole(reduced)
+    except (_NotPlain, ExpatError, HarnessError, ValueError):
+        return None
+
+
+def _plain_text(data: bytes) -> str | None:
+    """The file's text when it has the plain shape but for its layout, else None."""
+    if data.startswith(_UTF8_BOM):
+        data = data[len(_UTF8_BOM):]
+    if not data.startswith(b"<"):
+        return None  # UTF-16 or -32, or text before the root: the streaming reader decides
+    declared = _DECLARATION.match(data)
+    if declared is not None and declared.group(1) not in (None, b"utf-8", b"UTF-8", b"utf8", b"UTF8"):
+        return None
+    if b"<!" in data or data.count(b"<?") != (declared is not None):
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeError:
+        return None
+
+
+def _stand_in(run: str, layout: _Layout, blocks: list[dict[str, tuple[str, ...]]]) -> str:
+    """A run of self-closing test elements, kept aside as columns: the processing instruction that
+    stands in its place names it, and keeps the run's line breaks (line numbers stay the file's)."""
+    blocks.append(layout.columns(layout.case.findall(run)))
+    return f"<?{_BLOCK} {len(blocks) - 1}?>" + "\n" * run.count("\n")
+
+
+class _NotPlain(Exception):
+    """The plain path cannot read this file as the streaming reader would: it reads it instead."""
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """The attributes, in order, of a file's first self-closing <testcase> with a name: the regular
+    expression of a test element with exactly these attributes, double-quoted, and values with no
+    reference or white space to normalize. Other test elements stay for the streaming reader."""
+
+    names: tuple[str, ...]
+    case: re.Pattern[str]
+    runs: re.Pattern[str]
+
+    @classmethod
+    def of(cls, text: str) -> _Layout | None:
+        first = _FIRST_CASE.search(text)
+        if first is None:
+            return None
+        names = tuple(_ATTRIBUTE_NAME.findall(first.group(1)))
+        if "name" not in names or len(set(names)) < len(names):
+            return None
+        case = "<testcase" + "".join(f'{_SPACE}+{re.escape(name)}="({_NAME_VALUE if name == "name" else _VALUE})"'
+                                     for name in names) + f"{_SPACE}*/>"
+        plain = case.replace('="(', '="(?:')  # the same, capturing nothing: a run is only scanned
+        return cls(names, re.compile(case), re.compile(f"(?:{plain}{_SPACE}*)+"))
+
+    def columns(self, block: list[tuple[str, ...]]) -> dict[str, tuple[str, ...]]:
+        """A run's values by attribute name, a column each."""
+        if len(self.names) == 1:
+            return {self.names[0]: tuple(block)}  # findall gives strings, not tuples, for one group
+        return dict(zip(self.names, zip(*block)))
 
 
 class _Case:
@@ -155,7 +261,8 @@ class _Case:
 @dataclass
 class _Suite:
     properties: dict[str, str] = field(default_factory=dict)
-    cases: list[_Case | dict[str, str]] = field(default_factory=list)  # a bare case is its attributes
+    cases: list[_Case | dict[str, str] | int] = field(default_factory=list)  # a bare case is its attributes,
+    # a run of plain tests set aside by the plain path is its block's number
 
 
 class _Reader:
@@ -165,9 +272,13 @@ class _Reader:
     element of every file of a side (a million times for a side of PyTorch's size): they test the
     commonest elements first and allocate nothing for a bare <testcase>."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, blocks: list[dict[str, tuple[str, ...]]] | None = None) -> None:
         self.path = path
+        self.blocks = blocks  # the plain path's runs of plain tests, a column per attribute
         self.settled: list[Fields] = []
+        self.plain: list[Fields | Passes] = []  # on the plain path: every test or run of plain tests, in order
+        self.seen: set[str] = set()  # and the `classname::name` of each
+        self.rooted = False  # whether the root element has begun
         self.suites: list[_Suite] = [_Suite()]  # the outermost one holds cases outside any <testsuite>
         self.cases = self.suites[-1].cases  # the innermost suite's (a case's end puts it there)
         self.case: dict[str, str] | None = None  # the attributes of the open <testcase>
@@ -182,6 +293,8 @@ class _Reader:
         self.parser.EntityDeclHandler = self._entity
         self.parser.UnparsedEntityDeclHandler = self._entity
         self.parser.ExternalEntityRefHandler = self._external
+        if blocks is not None:
+            self.parser.ProcessingInstructionHandler = self._block
 
     def read(self, handle: BinaryIO) -> Iterator[list[Fields]]:
         """The tests of every suite settled so far, after each chunk."""
@@ -202,6 +315,24 @@ class _Reader:
         if self.settled:
             yield self._taken()
 
+    def read_whole(self, text: str) -> list[Batch]:
+        """The tests of a file of the plain shape, with its runs of plain tests set aside."""
+        try:
+            self.parser.Parse(text, True)
+        finally:
+            del self.parser
+        self._settle(self.suites.pop())
+        runs, fields, places, size = [], [], [], 0
+        for item in self.plain:
+            if isinstance(item, Passes):
+                runs.append((size, item))
+                size += len(item)
+            else:
+                fields.append(item)
+                places.append(size)
+                size += 1
+        return [PlainFile(runs, fields, places, size)] if size else []
+
     def _taken(self) -> list[Fields]:
         settled, self.settled = self.settled, []
         return settled
@@ -210,6 +341,7 @@ class _Reader:
         if tag not in ("testsuites", "testsuite"):
             raise ValueError(f"root element is <{tag}>, not <testsuites> or <testsuite>")
         self.parser.StartElementHandler = self._start
+        self.rooted = True
         self._start(tag, attributes)
 
     def _start(self, tag: str, attributes: dict[str, str]) -> None:
@@ -254,6 +386,12 @@ class _Reader:
         elif tag in _OUTCOME_ELEMENTS:
             self.parser.CharacterDataHandler = None
 
+    def _block(self, target: str, number: str) -> None:
+        """A run of plain tests set aside by the plain path, in its place among the suite's cases."""
+        if self.case is not None or not self.rooted:
+            raise _NotPlain  # inside another test (the streaming reader's to read), or before the root
+        self.cases.append(int(number))
+
     def _entity(self, name: str, *rest: object) -> None:
         raise EntitiesForbidden(name, None, None, None, None, None)
 
@@ -263,27 +401,80 @@ class _Reader:
     def _settle(self, suite: _Suite) -> None:
         """A suite's cases become Fields once its properties (file, replay_prefix) are known;
         a test written twice in one suite is a rerun: the last attempt decides."""
+        if self.blocks is not None:
+            self._settle_plain(suite)
+            return
         found: dict[tuple[str, str], Fields] = {}
-        properties = suite.properties
-        file = properties.get("file")
-        suite_module = _module(file, "", self.path) if file else None
+        suite_module = self._suite_module(suite)
         for case in suite.cases:
-            bare = isinstance(case, dict)
-            attributes = case if bare else case.attributes
-            classname = attributes.get("classname", "")
-            name = attributes["name"]
-            module = suite_module or self._module(attributes.get("file"), classname)
-            if bare:
-                fields: Fields = (classname, name, _PASSED, module, _seconds(attributes.get("time")), "", "", "", "", ())
-            else:
-                fields = _fields(case, classname, module, properties)
-            key = (classname, name)
+            fields = self._case_fields(case, suite.properties, suite_module)  # type: ignore[arg-type]
+            key = (fields[0], fields[1])
             earlier = found.get(key)
             if earlier is not None:
                 del found[key]  # a rerun takes the place of its last attempt
                 fields = _rerun(earlier, fields)
             found[key] = fields
         self.settled.extend(found.values())
+
+    def _settle_plain(self, suite: _Suite) -> None:
+        """On the plain path: a suite's tests in order, a run of plain tests as one Passes. A test
+        written twice in the file (a rerun; a test in two suites; or two whose `classname::name`
+        are alike) is the streaming reader's to fold: so every test of a plain file is new to it."""
+        seen = self.seen
+        suite_module = self._suite_module(suite)
+        for case in suite.cases:
+            if isinstance(case, int):
+                passes = self._passes(self.blocks[case], suite_module)  # type: ignore[index]
+                joined = set(passes.joined)
+                if len(joined) < len(passes) or not seen.isdisjoint(joined):
+                    raise _NotPlain
+                seen |= joined
+                self.plain.append(passes)
+                continue
+            fields = self._case_fields(case, suite.properties, suite_module)
+            joined_key = f"{fields[0]}::{fields[1]}"
+            if joined_key in seen:
+                raise _NotPlain
+            seen.add(joined_key)
+            self.plain.append(fields)
+
+    def _suite_module(self, suite: _Suite) -> str | None:
+        file = suite.properties.get("file")
+        return _module(file, "", self.path) if file else None
+
+    def _case_fields(self, case: _Case | dict[str, str], properties: dict[str, str], suite_module: str | None) -> Fields:
+        bare = isinstance(case, dict)
+        attributes = case if bare else case.attributes
+        classname = attributes.get("classname", "")
+        module = suite_module or self._module(attributes.get("file"), classname)
+        if bare:
+            return (classname, attributes["name"], _PASSED, module, _seconds(attributes.get("time")), "", "", "", "", ())
+        return _fields(case, classname, module, properties)
+
+    def _passes(self, block: dict[str, tuple[str, ...]], suite_module: str | None) -> Passes:
+        """A run of plain tests as columns, its modules and seconds found as `_case_fields` finds a
+        bare case's, but asked once per distinct value."""
+        names = block["name"]
+        classnames = block.get("classname") or ("",) * len(names)
+        files = block.get("file")
+        if suite_module:
+            modules: Sequence[str] = (suite_module,) * len(names)
+        elif files is not None and "" in files:
+            modules = [self._module(file, classname) for file, classname in zip(files, classnames)]
+        elif files is None:
+            for classname in set(classnames).difference(self.class_modules):
+                self._module(None, classname)
+            modules = list(map(self.class_modules.__getitem__, classnames))
+        else:
+            for file in set(files).difference(self.file_modules):
+                self._module(file, "")
+            modules = list(map(self.file_modules.__getitem__, files))
+        times = block.get("time")
+        try:
+            durations = list(map(float, times)) if times is not None else [0.0] * len(names)
+        except ValueError:
+            durations = [_seconds(time) for time in times]  # type: ignore[union-attr]
+        return Passes(classnames, names, list(map("::".join, zip(classnames, names))), modules, durations)
 
     def _module(self, file: str | None, classname: str) -> str:
         """`_module`, asked once per file or class (each names many tests)."""
@@ -293,7 +484,6 @@ class _Reader:
         if module is None:
             module = known[name] = _module(file or "", classname, self.path)
         return module
-
 
 _OUTCOME_ELEMENTS = frozenset({"failure", "error", "skipped"})
 _PASSED = Outcome.PASSED.value  # a plain str: SQLite binds it without looking for an adapter
@@ -412,11 +602,11 @@ class JUnitFiles:
 
     def __iter__(self) -> Iterator[TestResult]:
         for batch in self.batches():
-            for fields in batch:
+            for fields in batch_fields(batch):
                 yield TestResult(*fields)
 
-    def batches(self) -> Iterator[list[Fields]]:
-        """Every file's tests as Fields, a batch at a time (what the stream into SQLite reads). A file
+    def batches(self) -> Iterator[Batch]:
+        """Every file's tests, a batch at a time (what the stream into SQLite reads). A file
         that cannot be read does not stop the others: once all are read, one line names it, and the
         others that could not be read with it (so one pass finds every broken file of a side)."""
         unreadable: list[tuple[Path, HarnessError]] = []

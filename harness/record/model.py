@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import asdict, dataclass, field
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
+from harness.protocol import Outcome
 from harness.record import typed
 
 
@@ -53,6 +55,57 @@ def fields_of(result: TestResult) -> Fields:
     """A TestResult as Fields."""
     return (result.classname, result.name, result.outcome, result.module, result.duration, result.message,
             result.text, result.nodeid, result.replay, result.attempts)
+
+
+@dataclass(frozen=True)
+class Passes:
+    """Plain passes (nothing but a name, a class, a module and a time), in order, as columns: how the
+    JUnit reader hands over the bulk of a plain pytest report, so no per-test Python object is made
+    between the XML and SQLite. Each column holds one entry per test; `joined` is each test's
+    `classname::name` (its identity key unless the name holds per-process noise)."""
+
+    classnames: Sequence[str]
+    names: Sequence[str]
+    joined: Sequence[str]
+    modules: Sequence[str]
+    durations: Sequence[float]
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def fields(self) -> list[Fields]:
+        """The same tests as Fields, for a reader that wants them one at a time."""
+        return [(classname, name, _PASSED, module, duration, "", "", "", "", ())
+                for classname, name, module, duration in zip(self.classnames, self.names, self.modules, self.durations)]
+
+
+@dataclass(frozen=True)
+class PlainFile:
+    """A file read on the JUnit reader's plain path: its runs of plain passes and its other tests,
+    each with its place in the file (0 for its first test), so they can be written in bulk."""
+
+    runs: list[tuple[int, Passes]]
+    fields: list[Fields]
+    places: list[int]  # of each of `fields`
+    size: int  # tests in the file
+
+    def __len__(self) -> int:
+        return self.size
+
+    def in_order(self) -> list[Fields]:
+        """Every test as Fields, in the file's order."""
+        placed = [*zip(self.places, self.fields), *((start + i, fields) for start, run in self.runs
+                                                     for i, fields in enumerate(run.fields()))]
+        return [fields for _, fields in sorted(placed, key=lambda item: item[0])]
+
+
+Batch = list[Fields] | PlainFile  # what the JUnit reader hands over at a time
+_PASSED = Outcome.PASSED.value
+
+
+def batch_fields(batch: Batch) -> list[Fields]:
+    """A batch's tests as Fields, whichever shape it came in."""
+    return batch.in_order() if isinstance(batch, PlainFile) else batch
 
 
 @dataclass(frozen=True)

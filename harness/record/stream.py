@@ -10,20 +10,28 @@ beside the rows.
 A replay command is most of a row's bytes, and nearly always its module's prefix followed by the
 test's node id: the prefix (what the module's first test with a replay command gives) is stored once
 per module, and a test's own command only when it is something else.
+
+A comparison's scratch side may hold its plain passes aside (`aside`): a row per test costs SQLite
+more than parsing the test's XML, and a plain pass (passed, no message, node id, replay or attempts:
+most of pytest's own JUnit) is only ever looked up by key. They are kept in memory while the side
+is read (folded like rows), then written as JSON lists of keys by module in table `passes`.
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterable, Iterator
+from array import array
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from itertools import chain, compress, groupby
+from operator import itemgetter
 
 from harness.protocol import Outcome
 from harness.record.database import writing
-from harness.record.identity import Reported, key, merge
+from harness.record.identity import Reported, keyed, keys, merge
 from harness.record.junit import JUnitFiles, replay_command, replay_prefix
-from harness.record.model import Fields, StoredResult, TestResult, fields_of
+from harness.record.model import Batch, Fields, Passes, PlainFile, StoredResult, TestResult, fields_of
 
 BATCH = 2000  # rows per INSERT: large enough to amortize the call, small enough to stay flat in memory
 REPEATED_NAMED = 5  # tests reported more than once that a side names (it counts them all)
@@ -31,6 +39,7 @@ COLUMNS = ("test", "module", "seq", "outcome", "duration", "message", "nodeid", 
 _INSERT = (f"INSERT INTO results (run, {', '.join(COLUMNS)}) VALUES ({', '.join('?' * (len(COLUMNS) + 1))}) "
            "ON CONFLICT (run, test) DO NOTHING")
 _FOLDED = tuple(c for c in COLUMNS if c not in ("test", "seq"))  # what a better report replaces; it keeps its place
+_IDENTITY = itemgetter(0, 1)  # a test's (classname, name) in its Fields
 _UPDATE = f"UPDATE results SET {', '.join(f'{c} = ?' for c in _FOLDED)} WHERE run = ? AND test = ?"
 
 
@@ -44,23 +53,39 @@ class Streamed:
     repeated_named: tuple[str, ...] = ()  # the first REPEATED_NAMED of them, by key
 
 
-def stream(connection: sqlite3.Connection, run: int, results: Iterable[TestResult]) -> Streamed:
+def stream(connection: sqlite3.Connection, run: int, results: Iterable[TestResult], *, aside: bool = False) -> Streamed:
     """Write `results` as run `run` of the connection's results table, in one transaction, then
-    its counts and replay prefixes. JUnit files are read as Fields, never as TestResults."""
+    its counts and replay prefixes. JUnit files are read as Fields, never as TestResults. `aside`:
+    plain passes go to table `passes` (read with `passes`), not to rows (a comparison's scratch side)."""
     with writing(connection):
-        writer = _Writer(connection, run)
+        writer = _Writer(connection, run, _Aside() if aside else None)
         for batch in _batches(results):
+            if isinstance(batch, PlainFile):
+                writer.write_file(batch)
+                continue
             for start in range(0, len(batch), BATCH):
                 writer.write(batch[start:start + BATCH])
         connection.executemany("INSERT INTO prefixes (run, module, prefix) VALUES (?, ?, ?)",
                                [(run, module, prefix) for module, prefix in writer.prefixes.items() if prefix])
         connection.execute("INSERT INTO counts (run, module, outcome, n) SELECT run, module, outcome, count(*) "
                            "FROM results WHERE run = ? GROUP BY module, outcome", (run,))
+        if writer.aside is not None:
+            writer.aside.write(connection, run)
         tests = connection.execute("SELECT coalesce(sum(n), 0) FROM counts WHERE run = ?", (run,)).fetchone()[0]
         return Streamed(tests, len(writer.repeated), tuple(sorted(writer.repeated)[:REPEATED_NAMED]))
 
 
-def _batches(results: Iterable[TestResult]) -> Iterator[list[Fields]]:
+def passes(connection: sqlite3.Connection, schema: str = "main") -> Iterator[tuple[str, set[str]]]:
+    """The plain passes that `stream` held aside in a database's schema, a module at a time, in
+    the order of module names: the module and its tests' keys."""
+    if not connection.execute(f"SELECT 1 FROM {schema}.sqlite_schema WHERE name = 'passes'").fetchone():
+        return
+    rows = connection.execute(f"SELECT module, tests FROM {schema}.passes ORDER BY module")
+    for module, same in groupby(rows, key=itemgetter(0)):
+        yield module, set(chain.from_iterable(json.loads(tests) for _, tests in same))
+
+
+def _batches(results: Iterable[TestResult]) -> Iterator[Batch]:
     if isinstance(results, JUnitFiles):
         yield from results.batches()
         return
@@ -81,25 +106,78 @@ def stored(row: tuple, prefix: str | None) -> StoredResult:
                         tuple(json.loads(attempts)) if attempts else ())
 
 
+class _Aside:
+    """Plain passes held out of the results table, a batch at a time in the order read (their keys,
+    modules, durations and places, columns of plain values: a Python object per test would cost
+    more than its XML). A later report of the same test takes its plain pass out to fold with it."""
+
+    def __init__(self) -> None:
+        self.at: dict[str, int] = {}  # test -> its batch (among `batches`)
+        # per batch: tests, modules, durations, seqs
+        self.batches: list[tuple[Sequence[str], Sequence[str], array, array]] = []
+        self.taken: set[int] = set()  # batches a test was taken out of
+
+    def hold(self, tests: Sequence[str], modules: Sequence[str], seqs: Sequence[int],
+             durations: Sequence[float]) -> None:
+        """Plain passes of tests not yet seen, as columns."""
+        if tests:
+            self.at.update(dict.fromkeys(tests, len(self.batches)))
+            self.batches.append((tests, modules, array("d", durations), array("q", seqs)))
+
+    def pop(self, test: str) -> tuple[int, StoredResult]:
+        """The plain pass of `test` (held) with its place, taken out to be folded."""
+        number = self.at.pop(test)
+        self.taken.add(number)
+        tests, modules, durations, seqs = self.batches[number]
+        at = tests.index(test)
+        return seqs[at], StoredResult(test, modules[at], Outcome.PASSED.value, durations[at])
+
+    def write(self, connection: sqlite3.Connection, run: int) -> None:
+        """Table `passes` (a row per run of one module's tests in a batch: the module and the keys,
+        as JSON), and the passes' counts beside the rows'."""
+        counts: dict[str, int] = {}
+        rows = []
+        for number, (tests, modules, _, _) in enumerate(self.batches):
+            if number in self.taken:
+                kept = [test in self.at for test in tests]
+                tests, modules = tuple(compress(tests, kept)), tuple(compress(modules, kept))
+            start = 0
+            for module, same in groupby(modules):
+                end = start + len(list(same))
+                rows.append((module, json.dumps(tests[start:end])))
+                counts[module] = counts.get(module, 0) + end - start
+                start = end
+        connection.execute("CREATE TABLE passes (module TEXT NOT NULL, tests TEXT NOT NULL) STRICT")
+        connection.execute("CREATE INDEX passes_by_module ON passes (module)")
+        connection.executemany("INSERT INTO passes (module, tests) VALUES (?, ?)", rows)
+        connection.executemany(f"INSERT INTO counts (run, module, outcome, n) VALUES (?, ?, '{Outcome.PASSED}', ?) "
+                               "ON CONFLICT (run, module, outcome) DO UPDATE SET n = n + excluded.n",
+                               [(run, module, n) for module, n in counts.items()])
+
+
 class _Writer:
     """Batches of one run's results into rows; the modules' replay prefixes as they are first seen."""
 
-    def __init__(self, connection: sqlite3.Connection, run: int) -> None:
-        self.connection, self.run, self.seq = connection, run, 0
+    def __init__(self, connection: sqlite3.Connection, run: int, aside: _Aside | None) -> None:
+        self.connection, self.run, self.seq, self.aside = connection, run, 0, aside
+        self.rows: set[str] = set()  # with `aside`: the tests written as rows (a plain pass may fold into one)
         self.prefixes: dict[str, str] = {}  # module -> prefix ("" when its first replay has none)
         self.repeated: set[str] = set()
         self.insert_pass = (f"INSERT INTO results (run, test, module, seq, outcome, duration) "
                             f"VALUES ({int(run)}, ?, ?, ?, '{Outcome.PASSED}', ?) ON CONFLICT (run, test) DO NOTHING")
 
-    def write(self, batch: list[Fields]) -> None:
+    def write(self, batch: list[Fields], places: Sequence[int] | None = None) -> None:
         """Insert a batch; a test already in the table (from an earlier batch) is folded into its row
         afterwards, and one that the batch holds twice before it is written. A plain pass (no
         message, node id, replay or attempts: most tests of pytest's own JUnit) binds 4 values
-        instead of 10, which halves what SQLite spends on it."""
-        first = self.seq + 1
-        self.seq += len(batch)
-        tests = [key(fields[0], fields[1]) for fields in batch]  # (no starred unpacking: a list per test)
-        reports = list(zip(tests, range(first, self.seq + 1), batch))
+        instead of 10, which halves what SQLite spends on it. `places`: the tests' places, when the
+        batch is part of a file whose places are already taken (`write_file`), else the next ones."""
+        if places is None:
+            places = range(self.seq + 1, self.seq + 1 + len(batch))
+            self.seq += len(batch)
+        first = places[0] if batch else self.seq + 1
+        tests = keys(map(_IDENTITY, batch))
+        reports = list(zip(tests, places, batch))
         if len(set(tests)) < len(tests):
             reports = self._folded(reports)
         rows, passes = [], []
@@ -108,11 +186,80 @@ class _Writer:
                 passes.append((test, module, seq, duration))
             else:
                 rows.append(self._row(test, seq, outcome, module, duration, message, nodeid, replay, attempts))
+        if self.aside is not None:
+            self._write_aside(self.aside, reports, rows, passes, first)
+            return
         before = self.connection.total_changes
         self.connection.executemany(self.insert_pass, passes)
         self.connection.executemany(_INSERT, rows)
         if self.connection.total_changes - before < len(reports):
             for test, _, fields in reports:
+                self._fold(test, first, TestResult(*fields))
+
+    def write_file(self, file: PlainFile) -> None:
+        """A file read on the JUnit reader's plain path: its runs of plain passes from their columns
+        (no Python object per test), its other tests in one batch, each in its place. Every test of
+        such a file is new to the file, so only earlier files' tests can fold with them."""
+        start = self.seq + 1
+        self.seq += len(file)
+        for place, passes in file.runs:
+            self._write_passes(passes, start + place)
+        if file.fields:
+            self.write(file.fields, [start + place for place in file.places])
+
+    def _write_passes(self, passes: Passes, start: int) -> None:
+        """A run of plain passes from its columns, held aside or as rows. Any folding (a test seen
+        before, or two whose keys became one once per-process noise was taken out) goes the way
+        of `write`."""
+        tests = keyed(passes.joined, zip(passes.classnames, passes.names))
+        places = range(start, start + len(tests))
+        if (tests is not passes.joined and len(set(tests)) < len(tests)) or self._seen(tests):
+            self.write(passes.fields(), places)
+            return
+        if self.aside is not None:
+            self.aside.hold(tests, passes.modules, places, passes.durations)
+            return
+        before = self.connection.total_changes
+        self.connection.executemany(self.insert_pass, zip(tests, passes.modules, places, passes.durations))
+        if self.connection.total_changes - before < len(tests):
+            for test, fields in zip(tests, passes.fields()):
+                self._fold(test, start, TestResult(*fields))
+
+    def _seen(self, tests: list[str]) -> bool:
+        """Whether any of `tests` is held aside or written as a row already (only asked with `aside`:
+        rows tell it themselves, by a conflict)."""
+        return self.aside is not None and not (self.aside.at.keys().isdisjoint(tests) and self.rows.isdisjoint(tests))
+
+    def _write_aside(self, aside: _Aside, reports: list[tuple[str, int, Fields]], rows: list[tuple],
+                     passes: list[tuple[str, str, int, float]], first: int) -> None:
+        """`write`, its plain passes held aside. A report of a test held aside takes it out and
+        folds with it (the fold is a row, in the place of the one held); a plain pass of a test that
+        is a row already folds into that row. Those are found for the whole batch at once."""
+        written = self.rows
+        columns = tuple(zip(*passes)) or ((), (), (), ())
+        held = aside.at.keys()
+        again = (held & [row[1] for row in rows]) | (held & columns[0]) | written.intersection(columns[0])
+        if again:
+            rows = [row for row in rows if row[1] not in again]
+            columns = tuple(zip(*(report for report in passes if report[0] not in again))) or ((), (), (), ())
+        aside.hold(*columns)
+        before = self.connection.total_changes
+        self.connection.executemany(_INSERT, rows)
+        inserted = {row[1] for row in rows}
+        written.update(inserted)
+        if self.connection.total_changes - before < len(rows):  # a row of a test that is a row already
+            for test, _, fields in reports:
+                if test in inserted:
+                    self._fold(test, first, TestResult(*fields))
+        for test, _, fields in reports:
+            if test not in again:
+                continue
+            if test in aside.at:
+                seq, held = aside.pop(test)
+                self.repeated.add(test)
+                self.connection.execute(_INSERT, self._result_row(test, seq, merge(held, TestResult(*fields))))
+                written.add(test)
+            else:
                 self._fold(test, first, TestResult(*fields))
 
     def _folded(self, reports: list[tuple[str, int, Fields]]) -> list[tuple[str, int, Fields]]:

@@ -13,6 +13,7 @@ missing takes the field's default, and a missing required key is an error.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import types
 import typing
 from typing import Any, TypeVar
@@ -24,7 +25,7 @@ def from_json(cls: type[T], data: object, where: str = "") -> T:
     """An instance of dataclass `cls` from parsed JSON, every field checked; ValueError otherwise."""
     if not isinstance(data, dict):
         raise ValueError(f"{where or 'top level'}: expected a JSON object, not {_shown(data)}")
-    hints = typing.get_type_hints(cls)
+    hints = _hints(cls)
     values: dict[str, Any] = {}
     for item in dataclasses.fields(cls):  # type: ignore[arg-type]
         if not item.init:
@@ -35,6 +36,13 @@ def from_json(cls: type[T], data: object, where: str = "") -> T:
         elif item.default is dataclasses.MISSING and item.default_factory is dataclasses.MISSING:
             raise ValueError(f"{inner}: missing")
     return cls(**values)
+
+
+@functools.cache
+def _hints(cls: type) -> dict[str, Any]:
+    """A dataclass's resolved annotations: resolving them (string annotations, evaluated) costs more
+    than checking a record's values, and a run record holds one FileRecord per test file."""
+    return typing.get_type_hints(cls)
 
 
 def _conform(value: object, kind: Any, where: str) -> Any:

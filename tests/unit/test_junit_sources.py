@@ -15,7 +15,7 @@ from harness.record.ci_reports import Artifact, describe
 from harness.record.database import opened
 from harness.record.junit import JUnitFiles, read_results, write_suite
 from harness.record.model import TestResult
-from harness.record.stream import BATCH, COLUMNS, stream
+from harness.record.stream import BATCH, COLUMNS, passes, stream
 from tests.conftest import FIXTURES
 
 pytestmark = pytest.mark.unit
@@ -141,10 +141,12 @@ def test_the_fast_path_writes_the_rows_that_the_results_would(tmp_path):
     assert len(tables[0][0]) == 13 and tables[0][2] == [(0, "m", prefix)]
 
 
+@pytest.mark.parametrize("aside", [False, True], ids=["rows", "passes aside"])
 @pytest.mark.parametrize("apart", [False, True], ids=["one batch", "batches apart"])
-def test_reports_of_one_test_fold_alike_in_every_order(apart, tmp_path):
+def test_reports_of_one_test_fold_alike_in_every_order(apart, aside, tmp_path):
     """Three reports of one test, written in every order, in one batch of the stream or in batches
-    far apart: one row, the same every time, in the place of the first report."""
+    far apart, with plain passes as rows or held aside: one row, the same every time, in the place
+    of the first report."""
     reports = [TestResult("m.T", "t", "failed", "m", message="AssertionError: x"),
                TestResult("m.T", "t", "passed", "m", attempts=("failed: first",)),
                TestResult("m.T", "t", "skipped", "m", message="no GPU")]
@@ -152,8 +154,31 @@ def test_reports_of_one_test_fold_alike_in_every_order(apart, tmp_path):
     rows = set()
     for number, order in enumerate(itertools.permutations(reports)):
         with opened(tmp_path / f"{number}.db", scratch=True) as connection:
-            written = stream(connection, 0, [order[0], *filler, order[1], order[2]])
+            written = stream(connection, 0, [order[0], *filler, order[1], order[2]], aside=aside)
             rows.add(connection.execute(f"SELECT {', '.join(COLUMNS)} FROM results WHERE test = 'm.T::t'").fetchone())
         assert (written.tests, written.repeated, written.repeated_named) == (len(filler) + 1, 1, ("m.T::t",))
     assert rows == {("m.T::t", "m", 1, "passed", 0.0, None, None, None,
                      json.dumps(["failed: AssertionError: x", "failed: first", "skipped: no GPU"]))}
+
+
+@pytest.mark.parametrize("apart", [False, True], ids=["one batch", "batches apart"])
+def test_a_plain_pass_reported_twice_folds_alike_held_aside(apart, tmp_path):
+    """A plain pass reported again (as a plain pass, then as a failure) in every order, plain passes
+    held aside: the same row as when they are rows; the other plain passes are no rows but counted."""
+    reports = [TestResult("m.T", "t", "passed", "m", duration=0.5),
+               TestResult("m.T", "t", "passed", "n", duration=0.25),
+               TestResult("m.T", "t", "failed", "m", message="AssertionError: x")]
+    filler = [TestResult("m.T", f"other{i}", "passed", "m") for i in range(BATCH if apart else 3)]
+    for number, order in enumerate(itertools.permutations(reports)):
+        found = []
+        for aside in (False, True):
+            with opened(tmp_path / f"{number}-{aside}.db", scratch=True) as connection:
+                written = stream(connection, 0, [order[0], *filler, order[1], order[2]], aside=aside)
+                found.append((written, connection.execute(f"SELECT {', '.join(COLUMNS)} FROM results "
+                                                          "WHERE test = 'm.T::t'").fetchone(),
+                              connection.execute("SELECT * FROM counts ORDER BY module, outcome").fetchall()))
+                if aside:
+                    assert connection.execute("SELECT count(*) FROM results").fetchone()[0] == 1
+                    held = {test for _, tests in passes(connection) for test in tests}
+                    assert held == {f"m.T::other{i}" for i in range(len(filler))}
+        assert found[0] == found[1]
