@@ -10,12 +10,20 @@ or defusedxml's iterparse, both several times slower than a bare ElementTree par
 docs/verdicts.md): entity declarations and external references are refused (billion laughs),
 a tag longer than MAX_TOKEN is refused (a billion-character attribute), memory stays flat.
 Every unreadable file ends in one HarnessError naming the file.
+
+Most of a plain pytest report is self-closing <testcase> elements, for which even two Python calls
+each cost more than expat's parse: a file of that shape (`_plain_batches`) has them found by regular
+expressions and handed over as columns (model.Passes), and only the rest of the file goes through
+the handlers, which also check it. Any file the plain path cannot read exactly as the handlers
+would is read by them (tests/unit/test_junit_plain.py holds the two to the same results).
 """
 
 from __future__ import annotations
 
 import re
 import shlex
+from itertools import accumulate, chain
+from operator import itemgetter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -176,12 +184,13 @@ def _plain_batches(path: Path) -> list[Batch] | None:
     layout = _Layout.of(text) if text is not None else None
     if layout is None:
         return None
-    blocks: list[dict[str, tuple[str, ...]]] = []
-    reduced = layout.runs.sub(lambda run: _stand_in(run.group(), layout, blocks), text)  # type: ignore[arg-type]
-    if reduced.rstrip().endswith("?>"):
-        return None  # a run after the root element
+    counts: list[int] = []
+    reduced = layout.runs.sub(lambda run: _stand_in(run.group(), counts), text)  # type: ignore[arg-type]
+    cases = layout.case.findall(text)  # type: ignore[arg-type]
+    if reduced.rstrip().endswith("?>") or sum(counts) != len(cases):
+        return None  # a run after the root element (expat would take a stand-in there), or a miscount
     try:
-        return _Reader(path, blocks).read_whole(reduced)
+        return _Reader(path, _Runs(layout.columns(cases), counts)).read_whole(reduced)
     except (_NotPlain, ExpatError, HarnessError, ValueError):
         return None
 
@@ -203,11 +212,24 @@ def _plain_text(data: bytes) -> str | None:
         return None
 
 
-def _stand_in(run: str, layout: _Layout, blocks: list[dict[str, tuple[str, ...]]]) -> str:
-    """A run of self-closing test elements, kept aside as columns: the processing instruction that
-    stands in its place names it, and keeps the run's line breaks (line numbers stay the file's)."""
-    blocks.append(layout.columns(layout.case.findall(run)))
-    return f"<?{_BLOCK} {len(blocks) - 1}?>" + "\n" * run.count("\n")
+def _stand_in(run: str, counts: list[int]) -> str:
+    """A run of self-closing test elements, set aside: the processing instruction that stands in its
+    place numbers it, and keeps the run's line breaks (line numbers stay the file's)."""
+    counts.append(run.count("<testcase"))
+    return f"<?{_BLOCK} {len(counts) - 1}?>" + "\n" * run.count("\n")
+
+
+@dataclass(frozen=True)
+class _Runs:
+    """A plain file's self-closing tests, a column per attribute in the file's order, and how many
+    each run of them holds (the stand-ins' numbers index `starts` and `counts`)."""
+
+    columns: dict[str, list[str]]
+    counts: list[int]
+
+    @property
+    def starts(self) -> list[int]:
+        return list(accumulate(self.counts, initial=0))
 
 
 class _NotPlain(Exception):
@@ -235,13 +257,14 @@ class _Layout:
         case = "<testcase" + "".join(f'{_SPACE}+{re.escape(name)}="({_NAME_VALUE if name == "name" else _VALUE})"'
                                      for name in names) + f"{_SPACE}*/>"
         plain = case.replace('="(', '="(?:')  # the same, capturing nothing: a run is only scanned
-        return cls(names, re.compile(case), re.compile(f"(?:{plain}{_SPACE}*)+"))
+        # (a run begins with the literal tag, so the expression engine looks for that string alone)
+        return cls(names, re.compile(case), re.compile(f"{plain}(?:{_SPACE}*{plain})*"))
 
-    def columns(self, block: list[tuple[str, ...]]) -> dict[str, tuple[str, ...]]:
-        """A run's values by attribute name, a column each."""
+    def columns(self, cases: list) -> dict[str, list[str]]:
+        """The tests' values by attribute name, a column each (findall's tuples, or strings for one)."""
         if len(self.names) == 1:
-            return {self.names[0]: tuple(block)}  # findall gives strings, not tuples, for one group
-        return dict(zip(self.names, zip(*block)))
+            return {self.names[0]: cases}
+        return {name: list(map(itemgetter(index), cases)) for index, name in enumerate(self.names)}
 
 
 class _Case:
@@ -272,12 +295,13 @@ class _Reader:
     element of every file of a side (a million times for a side of PyTorch's size): they test the
     commonest elements first and allocate nothing for a bare <testcase>."""
 
-    def __init__(self, path: Path, blocks: list[dict[str, tuple[str, ...]]] | None = None) -> None:
+    def __init__(self, path: Path, runs: _Runs | None = None) -> None:
         self.path = path
-        self.blocks = blocks  # the plain path's runs of plain tests, a column per attribute
+        self.runs = runs  # on the plain path: the runs of plain tests set aside
         self.settled: list[Fields] = []
-        self.plain: list[Fields | Passes] = []  # on the plain path: every test or run of plain tests, in order
-        self.seen: set[str] = set()  # and the `classname::name` of each
+        self.plain: list[Fields | int] = []  # on the plain path: every test, or run of plain tests (its
+        # number), in the order the streaming reader settles them
+        self.run_modules: dict[int, str | None] = {}  # a run's suite's module (its `file` property), if any
         self.rooted = False  # whether the root element has begun
         self.suites: list[_Suite] = [_Suite()]  # the outermost one holds cases outside any <testsuite>
         self.cases = self.suites[-1].cases  # the innermost suite's (a case's end puts it there)
@@ -293,7 +317,7 @@ class _Reader:
         self.parser.EntityDeclHandler = self._entity
         self.parser.UnparsedEntityDeclHandler = self._entity
         self.parser.ExternalEntityRefHandler = self._external
-        if blocks is not None:
+        if runs is not None:
             self.parser.ProcessingInstructionHandler = self._block
 
     def read(self, handle: BinaryIO) -> Iterator[list[Fields]]:
@@ -316,22 +340,34 @@ class _Reader:
             yield self._taken()
 
     def read_whole(self, text: str) -> list[Batch]:
-        """The tests of a file of the plain shape, with its runs of plain tests set aside."""
+        """The tests of a file of the plain shape, its runs of plain tests read in bulk."""
         try:
             self.parser.Parse(text, True)
         finally:
             del self.parser
         self._settle(self.suites.pop())
-        runs, fields, places, size = [], [], [], 0
+        runs: list[int] = []
+        fields: list[Fields] = []
+        places: list[int] = []  # of fields
+        passes_places: list[range] = []
+        place = 0
         for item in self.plain:
-            if isinstance(item, Passes):
-                runs.append((size, item))
-                size += len(item)
+            if isinstance(item, int):
+                count = self.runs.counts[item]  # type: ignore[union-attr]
+                runs.append(item)
+                passes_places.append(range(place, place + count))
+                place += count
             else:
                 fields.append(item)
-                places.append(size)
-                size += 1
-        return [PlainFile(runs, fields, places, size)] if size else []
+                places.append(place)
+                place += 1
+        if not place:
+            return []
+        passes = self._passes(runs, list(chain.from_iterable(passes_places)))
+        joined = set(passes.joined)
+        if len(joined) < len(passes) or len({*joined, *(f"{f[0]}::{f[1]}" for f in fields)}) < place:
+            raise _NotPlain  # a test written twice in the file: the streaming reader folds it
+        return [PlainFile(passes, fields, places)]
 
     def _taken(self) -> list[Fields]:
         settled, self.settled = self.settled, []
@@ -401,7 +437,7 @@ class _Reader:
     def _settle(self, suite: _Suite) -> None:
         """A suite's cases become Fields once its properties (file, replay_prefix) are known;
         a test written twice in one suite is a rerun: the last attempt decides."""
-        if self.blocks is not None:
+        if self.runs is not None:
             self._settle_plain(suite)
             return
         found: dict[tuple[str, str], Fields] = {}
@@ -417,26 +453,14 @@ class _Reader:
         self.settled.extend(found.values())
 
     def _settle_plain(self, suite: _Suite) -> None:
-        """On the plain path: a suite's tests in order, a run of plain tests as one Passes. A test
-        written twice in the file (a rerun; a test in two suites; or two whose `classname::name`
-        are alike) is the streaming reader's to fold: so every test of a plain file is new to it."""
-        seen = self.seen
+        """On the plain path: a suite's tests, and its runs of plain tests, in order."""
         suite_module = self._suite_module(suite)
         for case in suite.cases:
             if isinstance(case, int):
-                passes = self._passes(self.blocks[case], suite_module)  # type: ignore[index]
-                joined = set(passes.joined)
-                if len(joined) < len(passes) or not seen.isdisjoint(joined):
-                    raise _NotPlain
-                seen |= joined
-                self.plain.append(passes)
-                continue
-            fields = self._case_fields(case, suite.properties, suite_module)
-            joined_key = f"{fields[0]}::{fields[1]}"
-            if joined_key in seen:
-                raise _NotPlain
-            seen.add(joined_key)
-            self.plain.append(fields)
+                self.plain.append(case)
+                self.run_modules[case] = suite_module
+            else:
+                self.plain.append(self._case_fields(case, suite.properties, suite_module))
 
     def _suite_module(self, suite: _Suite) -> str | None:
         file = suite.properties.get("file")
@@ -451,30 +475,49 @@ class _Reader:
             return (classname, attributes["name"], _PASSED, module, _seconds(attributes.get("time")), "", "", "", "", ())
         return _fields(case, classname, module, properties)
 
-    def _passes(self, block: dict[str, tuple[str, ...]], suite_module: str | None) -> Passes:
-        """A run of plain tests as columns, its modules and seconds found as `_case_fields` finds a
-        bare case's, but asked once per distinct value."""
-        names = block["name"]
-        classnames = block.get("classname") or ("",) * len(names)
-        files = block.get("file")
-        if suite_module:
-            modules: Sequence[str] = (suite_module,) * len(names)
-        elif files is not None and "" in files:
-            modules = [self._module(file, classname) for file, classname in zip(files, classnames)]
-        elif files is None:
-            for classname in set(classnames).difference(self.class_modules):
-                self._module(None, classname)
-            modules = list(map(self.class_modules.__getitem__, classnames))
+    def _passes(self, runs: list[int], places: list[int]) -> Passes:
+        """The plain tests of the runs, in the order given, as columns; their modules and seconds found
+        as `_case_fields` finds a bare case's, but asked once per distinct value."""
+        columns = self._in_order(runs)
+        names = columns["name"]
+        classnames = columns.get("classname") or ("",) * len(names)
+        suite_modules = [self.run_modules[number] for number in runs]
+        if None not in suite_modules and len(set(suite_modules)) == 1:
+            modules: Sequence[str] = (suite_modules[0],) * len(names)  # type: ignore[operator]
         else:
-            for file in set(files).difference(self.file_modules):
-                self._module(file, "")
-            modules = list(map(self.file_modules.__getitem__, files))
-        times = block.get("time")
+            modules = self._modules(classnames, columns.get("file"))
+            if any(suite_modules):  # a suite's `file` property names the module of its tests
+                counts = [self.runs.counts[number] for number in runs]  # type: ignore[union-attr]
+                modules = list(chain.from_iterable(
+                    (suite,) * count if suite else modules[offset:offset + count]
+                    for suite, offset, count in zip(suite_modules, accumulate(counts, initial=0), counts)))
+        times = columns.get("time")
         try:
             durations = list(map(float, times)) if times is not None else [0.0] * len(names)
         except ValueError:
             durations = [_seconds(time) for time in times]  # type: ignore[union-attr]
-        return Passes(classnames, names, list(map("::".join, zip(classnames, names))), modules, durations)
+        return Passes(classnames, names, list(map("::".join, zip(classnames, names))), modules, durations, places)
+
+    def _in_order(self, runs: list[int]) -> dict[str, Sequence[str]]:
+        """The columns of the runs, in the order given (the file's, unless some are outside any suite)."""
+        columns = self.runs.columns  # type: ignore[union-attr]
+        if runs == list(range(len(runs))):
+            return columns  # type: ignore[return-value]
+        starts, counts = self.runs.starts, self.runs.counts  # type: ignore[union-attr]
+        return {name: list(chain.from_iterable(column[starts[n]:starts[n] + counts[n]] for n in runs))
+                for name, column in columns.items()}
+
+    def _modules(self, classnames: Sequence[str], files: Sequence[str] | None) -> Sequence[str]:
+        """Each plain test's module from its own attributes (file, else classname), as `_module`."""
+        if files is not None and "" in files:
+            return [self._module(file, classname) for file, classname in zip(files, classnames)]
+        if files is None:
+            for classname in set(classnames).difference(self.class_modules):
+                self._module(None, classname)
+            return list(map(self.class_modules.__getitem__, classnames))
+        for file in set(files).difference(self.file_modules):
+            self._module(file, "")
+        return list(map(self.file_modules.__getitem__, files))
 
     def _module(self, file: str | None, classname: str) -> str:
         """`_module`, asked once per file or class (each names many tests)."""

@@ -59,16 +59,18 @@ def fields_of(result: TestResult) -> Fields:
 
 @dataclass(frozen=True)
 class Passes:
-    """Plain passes (nothing but a name, a class, a module and a time), in order, as columns: how the
-    JUnit reader hands over the bulk of a plain pytest report, so no per-test Python object is made
+    """Plain passes (nothing but a name, a class, a module and a time) as columns: how the JUnit
+    reader hands over the bulk of a plain pytest report, so no per-test Python object is made
     between the XML and SQLite. Each column holds one entry per test; `joined` is each test's
-    `classname::name` (its identity key unless the name holds per-process noise)."""
+    `classname::name` (its identity key unless the name holds per-process noise), `places` its
+    place in its file (0 for the file's first test)."""
 
     classnames: Sequence[str]
     names: Sequence[str]
     joined: Sequence[str]
     modules: Sequence[str]
     durations: Sequence[float]
+    places: Sequence[int]
 
     def __len__(self) -> int:
         return len(self.names)
@@ -81,22 +83,21 @@ class Passes:
 
 @dataclass(frozen=True)
 class PlainFile:
-    """A file read on the JUnit reader's plain path: its runs of plain passes and its other tests,
-    each with its place in the file (0 for its first test), so they can be written in bulk."""
+    """A file read on the JUnit reader's plain path: its plain passes, and its other tests, each
+    with its place in the file, so they can be written in bulk."""
 
-    runs: list[tuple[int, Passes]]
+    passes: Passes
     fields: list[Fields]
     places: list[int]  # of each of `fields`
-    size: int  # tests in the file
 
     def __len__(self) -> int:
-        return self.size
+        return len(self.passes) + len(self.fields)
 
     def in_order(self) -> list[Fields]:
         """Every test as Fields, in the file's order."""
-        placed = [*zip(self.places, self.fields), *((start + i, fields) for start, run in self.runs
-                                                     for i, fields in enumerate(run.fields()))]
-        return [fields for _, fields in sorted(placed, key=lambda item: item[0])]
+        placed = sorted([*zip(self.passes.places, self.passes.fields()), *zip(self.places, self.fields)],
+                        key=lambda item: item[0])
+        return [fields for _, fields in placed]
 
 
 Batch = list[Fields] | PlainFile  # what the JUnit reader hands over at a time

@@ -197,33 +197,31 @@ class _Writer:
                 self._fold(test, first, TestResult(*fields))
 
     def write_file(self, file: PlainFile) -> None:
-        """A file read on the JUnit reader's plain path: its runs of plain passes from their columns
-        (no Python object per test), its other tests in one batch, each in its place. Every test of
-        such a file is new to the file, so only earlier files' tests can fold with them."""
+        """A file read on the JUnit reader's plain path: its plain passes from their columns (no
+        Python object per test), its other tests in one batch, each in its place. Every test of such
+        a file is new to the file, so only earlier files' tests can fold with them."""
         start = self.seq + 1
         self.seq += len(file)
-        for place, passes in file.runs:
-            self._write_passes(passes, start + place)
+        if file.passes:
+            self._write_passes(file.passes, list(map(start.__add__, file.passes.places)))
         if file.fields:
-            self.write(file.fields, [start + place for place in file.places])
+            self.write(file.fields, list(map(start.__add__, file.places)))
 
-    def _write_passes(self, passes: Passes, start: int) -> None:
-        """A run of plain passes from its columns, held aside or as rows. Any folding (a test seen
-        before, or two whose keys became one once per-process noise was taken out) goes the way
-        of `write`."""
+    def _write_passes(self, passes: Passes, seqs: list[int]) -> None:
+        """Plain passes from their columns, held aside or as rows. Any folding (a test seen before,
+        or two whose keys became one once per-process noise was taken out) goes the way of `write`."""
         tests = keyed(passes.joined, zip(passes.classnames, passes.names))
-        places = range(start, start + len(tests))
         if (tests is not passes.joined and len(set(tests)) < len(tests)) or self._seen(tests):
-            self.write(passes.fields(), places)
+            self.write(passes.fields(), seqs)
             return
         if self.aside is not None:
-            self.aside.hold(tests, passes.modules, places, passes.durations)
+            self.aside.hold(tests, passes.modules, seqs, passes.durations)
             return
         before = self.connection.total_changes
-        self.connection.executemany(self.insert_pass, zip(tests, passes.modules, places, passes.durations))
+        self.connection.executemany(self.insert_pass, zip(tests, passes.modules, seqs, passes.durations))
         if self.connection.total_changes - before < len(tests):
             for test, fields in zip(tests, passes.fields()):
-                self._fold(test, start, TestResult(*fields))
+                self._fold(test, seqs[0], TestResult(*fields))
 
     def _seen(self, tests: list[str]) -> bool:
         """Whether any of `tests` is held aside or written as a row already (only asked with `aside`:
