@@ -34,6 +34,9 @@ from harness.record.junit import JUnitFiles, replay_command, replay_prefix
 from harness.record.model import Batch, Fields, Passes, PlainFile, StoredResult, TestResult, fields_of
 
 BATCH = 2000  # rows per INSERT: large enough to amortize the call, small enough to stay flat in memory
+# Tests a side streamed with `aside` keeps track of in memory (plain passes held, and the keys of
+# its rows): about 200 bytes each. Past it, the side's further plain passes are rows like any other.
+HELD = 1_000_000
 REPEATED_NAMED = 5  # tests reported more than once that a side names (it counts them all)
 COLUMNS = ("test", "module", "seq", "outcome", "duration", "message", "nodeid", "replay", "attempts")
 _INSERT = (f"INSERT INTO results (run, {', '.join(COLUMNS)}) VALUES ({', '.join('?' * (len(COLUMNS) + 1))}) "
@@ -161,6 +164,7 @@ class _Writer:
     def __init__(self, connection: sqlite3.Connection, run: int, aside: _Aside | None) -> None:
         self.connection, self.run, self.seq, self.aside = connection, run, 0, aside
         self.rows: set[str] = set()  # with `aside`: the tests written as rows (a plain pass may fold into one)
+        self.full = False  # with `aside`: whether plain passes stopped being held (see HELD)
         self.prefixes: dict[str, str] = {}  # module -> prefix ("" when its first replay has none)
         self.repeated: set[str] = set()
         self.insert_pass = (f"INSERT INTO results (run, test, module, seq, outcome, duration) "
@@ -214,14 +218,20 @@ class _Writer:
         if (tests is not passes.joined and len(set(tests)) < len(tests)) or self._seen(tests):
             self.write(passes.fields(), seqs)
             return
-        if self.aside is not None:
-            self.aside.hold(tests, passes.modules, seqs, passes.durations)
+        if self._holding(len(tests)):
+            self.aside.hold(tests, passes.modules, seqs, passes.durations)  # type: ignore[union-attr]
             return
         before = self.connection.total_changes
         self.connection.executemany(self.insert_pass, zip(tests, passes.modules, seqs, passes.durations))
         if self.connection.total_changes - before < len(tests):
             for test, fields in zip(tests, passes.fields()):
                 self._fold(test, seqs[0], TestResult(*fields))
+
+    def _holding(self, more: int) -> bool:
+        """Whether `more` plain passes are held aside: while the side holds fewer than HELD tests in
+        memory; once it does not, never again (a row written since is not among `rows`)."""
+        self.full = self.full or self.aside is None or len(self.aside.at) + len(self.rows) + more > HELD
+        return not self.full
 
     def _seen(self, tests: list[str]) -> bool:
         """Whether any of `tests` is held aside or written as a row already (only asked with `aside`:
@@ -240,11 +250,16 @@ class _Writer:
         if again:
             rows = [row for row in rows if row[1] not in again]
             columns = tuple(zip(*(report for report in passes if report[0] not in again))) or ((), (), (), ())
-        aside.hold(*columns)
+        if self._holding(len(columns[0])):
+            aside.hold(*columns)
+        else:
+            rows += [self._row(test, seq, Outcome.PASSED, module, duration, "", "", "", ())
+                     for test, module, seq, duration in zip(*columns)]
         before = self.connection.total_changes
         self.connection.executemany(_INSERT, rows)
         inserted = {row[1] for row in rows}
-        written.update(inserted)
+        if not self.full:
+            written.update(inserted)
         if self.connection.total_changes - before < len(rows):  # a row of a test that is a row already
             for test, _, fields in reports:
                 if test in inserted:

@@ -94,3 +94,77 @@ def test_a_plain_file_keeps_its_order_and_its_error_lines(tmp_path):
         "t2", "u2") + '\n<testcase classname="m.T" time="1"/></testsuite>', encoding="utf-8")
     with pytest.raises(HarnessError, match=r"report\.xml:4: <testcase> without a name"):
         read_results(path)
+
+
+def _folder(root, files: dict[str, str]):
+    root.mkdir()
+    for name, body in files.items():
+        (root / name).write_text(f'<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="pytest">{body}'
+                                 "</testsuite></testsuites>", encoding="utf-8")
+    return root
+
+
+def _cases(names, classname="m.T") -> str:
+    return "".join(f'<testcase classname="{classname}" name="{name}" time="0.1"/>' for name in names)
+
+
+def test_a_diff_is_the_same_with_and_without_the_plain_path_and_held_passes(tmp_path, monkeypatch):
+    """Two folders of plain pytest JUnit: a regression, a fix, a missing and a new test, and a test
+    one side reports in two files (passed in one, failed in the other: flaky there). The verdict is
+    the same read the plain way (plain passes held in memory, or as rows once past HELD) and read
+    by the streaming reader alone."""
+    from harness.compare.diff import compare
+    from harness.compare.sides import load_side
+    from harness.record import stream
+
+    tests = [f"t{i}" for i in range(10)]
+    baseline = _folder(tmp_path / "baseline", {
+        "a.xml": _cases(tests) + FAILURE,
+        "b.xml": _cases(["u0", "u1", "u2"], "n.U") + '<testcase classname="m.T" name="t3" time="1">'
+                 '<failure message="flaky">x</failure></testcase>'})
+    candidate = _folder(tmp_path / "candidate", {
+        "a.xml": _cases(tests[:5]) + '<testcase classname="m.T" name="t5" time="1"><failure message="new">x'
+                 '</failure></testcase>' + _cases(tests[6:]) + '<testcase classname="m.T" name="f" time="1"/>',
+        "b.xml": _cases(["u0", "u1", "v0"], "n.U")})
+
+    def verdict(**settings):
+        with monkeypatch.context() as patched:
+            for module, name, value in settings.values():
+                patched.setattr(module, name, value)
+            return compare(load_side(baseline), load_side(candidate))
+
+    held = verdict()
+    assert [entry.test for entry in held.regressions] == ["m.T::t5"]
+    assert held == verdict(held=(stream, "HELD", 3)) == verdict(streaming=(junit, "PLAIN_BYTES", -1))
+
+
+@pytest.mark.parametrize("source", ["JUnit files", "results"])
+def test_a_side_holds_at_most_HELD_tests_aside_and_writes_the_rest_as_rows(source, tmp_path, monkeypatch):
+    """Past HELD tests kept in memory, a streamed side's plain passes are rows: the same tests and
+    counts either way, and no more than HELD held."""
+    from harness.record import stream
+    from harness.record.database import opened
+    from harness.record.junit import JUnitFiles
+    from harness.record.model import TestResult
+
+    names = [f"t{i}" for i in range(12)]
+    path = tmp_path / "a.xml"
+    path.write_text(f"<testsuite>{_cases(names[:6])}{FAILURE}{_cases(names[6:])}</testsuite>", encoding="utf-8")
+    results = JUnitFiles.of([path]) if source == "JUnit files" else (
+        [TestResult("m.T", name, "passed", "m", 0.1) for name in names[:6]]
+        + [TestResult("m.T", "f", "failed", "m", 1.0, "boom")]
+        + [TestResult("m.T", name, "passed", "m", 0.1) for name in names[6:]])
+
+    def streamed(held: int):
+        monkeypatch.setattr(stream, "HELD", held)
+        with opened(tmp_path / f"{held}.db", scratch=True) as connection:
+            written = stream.stream(connection, 0, results, aside=True)
+            kept = sorted(test for _, tests in stream.passes(connection) for test in tests)
+            rows = [test for (test,) in connection.execute("SELECT test FROM results ORDER BY seq")]
+            counts = connection.execute("SELECT module, outcome, n FROM counts ORDER BY module, outcome").fetchall()
+        return written.tests, kept, rows, counts
+
+    everything, capped = streamed(1000), streamed(4)
+    assert everything[1:3] == (sorted(f"m.T::{name}" for name in names), ["m.T::f"])
+    assert len(capped[1]) <= 4 and sorted(capped[1] + capped[2]) == sorted(everything[1] + everything[2])
+    assert (capped[0], capped[3]) == (everything[0], everything[3]) == (13, [("m", "failed", 1), ("m", "passed", 12)])
