@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from itertools import accumulate, chain
+from itertools import accumulate, chain, compress
 from operator import itemgetter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -62,7 +62,12 @@ _SPACE = "[ \t\r\n]"  # XML's white space
 _VALUE = '[^"<&\x00-\x1f\ufffe\uffff]*'
 _NAME_VALUE = '[^"<&\x00-\x1f\ufffe\uffff\\S]*[^"<&\x00-\x1f\ufffe\uffff\\s][^"<&\x00-\x1f\ufffe\uffff]*'  # not blank
 _ATTRIBUTE = '[A-Za-z_][A-Za-z0-9_.:-]*'  # an attribute name, ASCII only (all of it XML allows)
-_FIRST_CASE = re.compile(f'<testcase((?:{_SPACE}+{_ATTRIBUTE}="{_VALUE}")+){_SPACE}*/>')
+_FIRST_CASE = re.compile(f'<testcase((?:{_SPACE}+{_ATTRIBUTE}="{_VALUE}")+){_SPACE}*/?>')
+# Captured output, which a pass may hold and the reader ignores: text with no markup, reference,
+# carriage return (expat would normalize it) or character XML refuses.
+_TEXT = "[^<&\r\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]*"
+_OUTPUTS = f"(?:<system-out>{_TEXT}</system-out>|<system-err>{_TEXT}</system-err>|{_SPACE})*"
+_SKIP_COLUMNS = (" skipped", " type", " message", " text")  # the skip's groups (no attribute name has a space)
 _ATTRIBUTE_NAME = re.compile(f'{_SPACE}+({_ATTRIBUTE})="[^"]*"')
 _DECLARATION = re.compile(rb"""<\?xml[ \t\r\n]+version[ \t\r\n]*=[ \t\r\n]*["'][^"']*["']"""
                           rb"""(?:[ \t\r\n]+encoding[ \t\r\n]*=[ \t\r\n]*["']([A-Za-z][\w.-]*)["'])?[^?<>]*\?>""")
@@ -204,7 +209,7 @@ def _plain_text(data: bytes) -> str | None:
     declared = _DECLARATION.match(data)
     if declared is not None and declared.group(1) not in (None, b"utf-8", b"UTF-8", b"utf8", b"UTF8"):
         return None
-    if b"<!" in data or data.count(b"<?") != (declared is not None):
+    if b"<!" in data or b"]]>" in data or data.count(b"<?") != (declared is not None):
         return None
     try:
         return data.decode("utf-8")
@@ -236,11 +241,23 @@ class _NotPlain(Exception):
     """The plain path cannot read this file as the streaming reader would: it reads it instead."""
 
 
+def _case_pattern(names: tuple[str, ...], capture: bool) -> str:
+    """A plain test with attributes `names`: self-closing, or holding captured output and at most
+    one skip as pytest writes it (kind, message, text: _SKIP_COLUMNS); `capture`: each value a group."""
+    group = "(" if capture else "(?:"
+    attributes = "".join(f'{_SPACE}+{re.escape(name)}="{group}{_NAME_VALUE if name == "name" else _VALUE})"'
+                         for name in names)
+    skipped = (f'{group}<skipped)(?:{_SPACE}+type="{group}{_VALUE})")?(?:{_SPACE}+message="{group}{_VALUE})")?'
+               f"{_SPACE}*(?:/>|>{group}{_TEXT})</skipped>)")
+    return f"<testcase{attributes}{_SPACE}*(?:/>|>{_OUTPUTS}(?:{skipped}{_OUTPUTS})?</testcase>)"
+
+
 @dataclass(frozen=True)
 class _Layout:
-    """The attributes, in order, of a file's first self-closing <testcase> with a name: the regular
-    expression of a test element with exactly these attributes, double-quoted, and values with no
-    reference or white space to normalize. Other test elements stay for the streaming reader."""
+    """The attributes, in order, of a file's first <testcase> with a name: the regular expression of
+    a plain test, an element with exactly these attributes, double-quoted, values with no reference
+    or white space to normalize, and nothing inside but captured output (`_CASE_END`). Other test
+    elements stay for the streaming reader."""
 
     names: tuple[str, ...]
     case: re.Pattern[str]
@@ -254,17 +271,13 @@ class _Layout:
         names = tuple(_ATTRIBUTE_NAME.findall(first.group(1)))
         if "name" not in names or len(set(names)) < len(names):
             return None
-        case = "<testcase" + "".join(f'{_SPACE}+{re.escape(name)}="({_NAME_VALUE if name == "name" else _VALUE})"'
-                                     for name in names) + f"{_SPACE}*/>"
-        plain = case.replace('="(', '="(?:')  # the same, capturing nothing: a run is only scanned
+        plain = _case_pattern(names, capture=False)  # a run is only scanned
         # (a run begins with the literal tag, so the expression engine looks for that string alone)
-        return cls(names, re.compile(case), re.compile(f"{plain}(?:{_SPACE}*{plain})*"))
+        return cls(names, re.compile(_case_pattern(names, capture=True)), re.compile(f"{plain}(?:{_SPACE}*{plain})*"))
 
-    def columns(self, cases: list) -> dict[str, list[str]]:
-        """The tests' values by attribute name, a column each (findall's tuples, or strings for one)."""
-        if len(self.names) == 1:
-            return {self.names[0]: cases}
-        return {name: list(map(itemgetter(index), cases)) for index, name in enumerate(self.names)}
+    def columns(self, cases: list[tuple[str, ...]]) -> dict[str, list[str]]:
+        """The tests' values by attribute name, and their skips' (_SKIP_COLUMNS), a column each."""
+        return {name: list(map(itemgetter(index), cases)) for index, name in enumerate(self.names + _SKIP_COLUMNS)}
 
 
 class _Case:
@@ -363,7 +376,9 @@ class _Reader:
                 place += 1
         if not place:
             return []
-        passes = self._passes(runs, list(chain.from_iterable(passes_places)))
+        passes, skips, skip_places = self._simple(runs, list(chain.from_iterable(passes_places)))
+        fields += skips
+        places += skip_places
         joined = set(passes.joined)
         if len(joined) < len(passes) or len({*joined, *(f"{f[0]}::{f[1]}" for f in fields)}) < place:
             raise _NotPlain  # a test written twice in the file: the streaming reader folds it
@@ -475,9 +490,10 @@ class _Reader:
             return (classname, attributes["name"], _PASSED, module, _seconds(attributes.get("time")), "", "", "", "", ())
         return _fields(case, classname, module, properties)
 
-    def _passes(self, runs: list[int], places: list[int]) -> Passes:
-        """The plain tests of the runs, in the order given, as columns; their modules and seconds found
-        as `_case_fields` finds a bare case's, but asked once per distinct value."""
+    def _simple(self, runs: list[int], places: list[int]) -> tuple[Passes, list[Fields], list[int]]:
+        """The tests of the runs, in the order given, at `places`: the plain passes as columns, the
+        skips as Fields with their places; modules and seconds found as `_case_fields` finds a
+        case's, but asked once per distinct value."""
         columns = self._in_order(runs)
         names = columns["name"]
         classnames = columns.get("classname") or ("",) * len(names)
@@ -496,7 +512,18 @@ class _Reader:
             durations = list(map(float, times)) if times is not None else [0.0] * len(names)
         except ValueError:
             durations = [_seconds(time) for time in times]  # type: ignore[union-attr]
-        return Passes(classnames, names, list(map("::".join, zip(classnames, names))), modules, durations, places)
+        skipped = columns[_SKIP_COLUMNS[0]]
+        if not any(skipped):
+            return Passes(classnames, names, list(map("::".join, zip(classnames, names))), modules, durations,
+                          places), [], []
+        passed = [not skip for skip in skipped]
+        plain = [list(compress(column, passed)) for column in (classnames, names, modules, durations, places)]
+        skips = [(classname, name, _outcome("skipped", kind), module, duration, message, text, "", "", ())
+                 for skip, classname, name, module, duration, kind, message, text in zip(
+                     skipped, classnames, names, modules, durations, *(columns[key] for key in _SKIP_COLUMNS[1:]))
+                 if skip]
+        return (Passes(plain[0], plain[1], list(map("::".join, zip(plain[0], plain[1]))), *plain[2:]), skips,
+                list(compress(places, skipped)))
 
     def _in_order(self, runs: list[int]) -> dict[str, Sequence[str]]:
         """The columns of the runs, in the order given (the file's, unless some are outside any suite)."""

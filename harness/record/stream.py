@@ -179,7 +179,7 @@ class _Writer:
         if places is None:
             places = range(self.seq + 1, self.seq + 1 + len(batch))
             self.seq += len(batch)
-        first = places[0] if batch else self.seq + 1
+        first = min(places, default=self.seq + 1)
         tests = keys(map(_IDENTITY, batch))
         reports = list(zip(tests, places, batch))
         if len(set(tests)) < len(tests):

@@ -45,8 +45,17 @@ SHAPES = {
     "entity declaration": (f'<!DOCTYPE t [<!ENTITY e "x">]><testsuite>{PASSES}</testsuite>', False),
     "processing instruction": (f'<testsuite><?harness-plain 0?>{PASSES}</testsuite>', False),
     "latin-1": (f'<?xml version="1.0" encoding="iso-8859-1"?><testsuite>{PASSES}</testsuite>', False),
-    "nested in another test": ('<testsuite><testcase classname="m.T" name="o"><failure>'
+    "nested in another test": ('<testsuite><testcase classname="m.T" name="o" time="0.5"><failure>'
                                f'{CASE.format(name="in")}</failure></testcase>{PASSES}</testsuite>', False),
+    "skips and captured output": ('<testsuite><testcase classname="m.T" name="s" time="1"><skipped type="pytest.skip" '
+                                  'message="no GPU">m.py:3: no GPU</skipped></testcase><testcase classname="m.T" '
+                                  'name="x" time="1"><skipped type="pytest.xfail" message="known"/><system-out>o'
+                                  f'</system-out></testcase>{PASSES}<testcase classname="m.T" name="o" time="1">'
+                                  '<system-err>e</system-err></testcase></testsuite>', True),
+    "a skip with a reference": ('<testsuite><testcase classname="m.T" name="s" time="1"><skipped message="a &amp; b">'
+                                f'x &lt; y</skipped></testcase>{PASSES}</testsuite>', True),
+    "two skips in a test": ('<testsuite><testcase classname="m.T" name="s" time="1"><skipped message="1"/>'
+                            f'<skipped message="2"/></testcase>{PASSES}</testsuite>', True),
     "root is a test": (CASE.format(name="alone"), False),
     "before the root": (f'{CASE.format(name="early")}<testsuite>{PASSES}</testsuite>', False),
     "after the root": (f'<testsuite>{PASSES}</testsuite>{CASE.format(name="late")}', False),
