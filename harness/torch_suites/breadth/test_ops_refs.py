@@ -11,7 +11,9 @@ decorations apply:
 - test_python_ref_executor (`aten`): the same as test_python_ref_torch_fallback, the reference
   traced by `torch._prims.executor`; PyTorch runs it on CUDA only, so on CPU it is skipped as
   PyTorch's is;
-- test_python_ref_errors (no dtype): every error input, on fake tensors, raises its error.
+- test_python_ref_errors (no dtype): every error input, on fake tensors, raises its error;
+- test_out (one dtype, float32 first) and test_out_warning (no dtype): tier P1's `out=` checks
+  (p1/test_ops_out.py, bodies in `outchecks.py`) on the references, as PyTorch runs them.
 """
 
 import contextlib
@@ -20,7 +22,7 @@ from torch.testing._internal.common_device_type import OpDTypes, onlyCUDA, ops
 from torch.testing._internal.common_methods_invocations import python_ref_db
 from torch.testing._internal.common_utils import TestCase, parametrize, run_tests
 
-from harness.torch_suites import refchecks
+from harness.torch_suites import outchecks, refchecks
 from harness.torch_suites.entries import drop_tests_without_entries, instantiate_cpu_tests, op_entries
 
 ENTRIES = op_entries(python_ref_db)
@@ -52,6 +54,14 @@ class TestCommon(TestCase):
     @ops(WITH_ERRORS, dtypes=OpDTypes.none)
     def test_python_ref_errors(self, device, op):
         refchecks.errors(self, device, op, fake=True)
+
+    @ops(OPS, dtypes=OpDTypes.any_one)
+    def test_out(self, device, dtype, op):
+        outchecks.out(self, device, dtype, op)
+
+    @ops(OPS, dtypes=OpDTypes.none)
+    def test_out_warning(self, device, op):
+        outchecks.out_warning(self, device, op)
 
 
 drop_tests_without_entries(TestCommon, {"test_python_ref_errors": WITH_ERRORS})
