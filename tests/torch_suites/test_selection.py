@@ -137,7 +137,8 @@ def test_tier_breadth_runs_pytorchs_checks_of_an_entry_in_every_dtype_pytorch_ru
                    "int16", "int32", "int64", "int8", "uint8")
     refs = ids("test_ops_refs.py", "TestCommon", {
         "test_python_ref": every_dtype, "test_python_ref_torch_fallback": every_dtype,
-        "test_python_ref_meta": every_dtype, "test_python_ref_executor": (), "test_python_ref_errors": ("",)},
+        "test_python_ref_meta": every_dtype, "test_python_ref_errors": ("",), "test_out": ("float32",),
+        "test_out_warning": ("",)},
         "_refs.add") | {f"{BREADTH}/test_ops_refs.py::TestCommonCPU::test_python_ref_executor__refs_add_executor_aten_cpu_{dtype}"
                         for dtype in every_dtype}
     math_bits_tests = {"test_conj_view": ("complex64",), "test_neg_view": ("float64",), "test_neg_conj_view": ("complex128",)}
