@@ -151,10 +151,12 @@ def test_tier_breadth_runs_pytorchs_checks_of_an_entry_in_every_dtype_pytorch_ru
          "test_fake_crossref_backward_amp"), ("float32",)))
     tags = ids("test_ops_tags.py", "TestTags", {"test_tags": ("float32",)}) | ids(
         "test_ops_tags.py", "TestTags", {"test_tags": ("float32",)}, "_refs.add")
+    refs_info = {f"{BREADTH}/test_ops_refs_info.py::TestRefsOpsInfoCPU::{test}_op__refs_add_cpu"
+                 for test in ("test_refs_are_in_python_ref_db", "test_refs_are_in_decomp_table")}
     # no test_numpy_ref, test_compare_cpu, test_promotes_int_to_float, test_strided_layout: add is a
     # ufunc with a NumPy reference that keeps integers, not a factory
     assert node_ids(done) == (gradients | forward | common | more_common | refs | math_bits | composite | fake
-                              | tags)
+                              | tags | refs_info)
 
     ran = run("-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", "test_fn_grad_add or test_forward_mode_AD_add",
               f"{BREADTH}/test_ops_gradients.py", f"{BREADTH}/test_ops_fwd_gradients.py", entries="add")
