@@ -171,3 +171,34 @@ def compare_cpu(case: TestCase, device: str, dtype: torch.dtype, op) -> None:
         here = sample.output_process_fn_grad(op(sample.input, *sample.args, **sample.kwargs))
         there = on_cpu.output_process_fn_grad(op(on_cpu.input, *on_cpu.args, **on_cpu.kwargs))
         case.assertEqual(here, there, atol=tolerance, rtol=tolerance)
+
+
+def _out_refused(op, sample, expected, device: str, target: str) -> Exception | None:
+    """The error (or None) of the op on `target` (inputs, devices and device names moved there)
+    with an `out=` of float64 where the results have another dtype."""
+    out = pytree.tree_map_only(torch.Tensor, lambda t: torch.empty_like(t, device=target, dtype=torch.float64),
+                               expected)
+    moved = pytree.tree_map_only(torch.Tensor, lambda t: t.to(target), (sample.input, sample.args, sample.kwargs))
+    moved = pytree.tree_map_only(torch.device, lambda _: torch.device(target), moved)
+    moved = pytree.tree_map_only(str, lambda value: target if value == device else value, moved)
+    try:
+        op(moved[0], *moved[1], **moved[2], out=out)
+    except Exception as error:
+        return error
+    return None
+
+
+def meta_consistency_out_dtype_mismatch(case: TestCase, device: str, dtype: torch.dtype, op) -> None:
+    """test_meta_consistency_out_dtype_mismatch: an `out=` of a mismatching dtype is refused on
+    the meta device exactly when it is refused on CPU (meta kernels stand for every device's)."""
+    for sample in op.sample_inputs(device, dtype):
+        try:
+            expected = op(sample.input, *sample.args, **sample.kwargs)
+        except Exception:
+            continue  # a sample the op refuses has no expected output
+        expected = tuple(expected) if isinstance(expected, tuple) else expected  # named tuples as plain ones
+        here = _out_refused(op, sample, expected, device, device)
+        meta = _out_refused(op, sample, expected, device, "meta")
+        if (here is None) != (meta is None):
+            raise AssertionError(f"{device} {'did not fail' if here is None else 'failed'}, "
+                                 f"meta {'did not fail' if meta is None else 'failed'}") from here or meta

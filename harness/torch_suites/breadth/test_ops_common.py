@@ -10,13 +10,15 @@ names so each OpInfo's decorations apply; with PyTorch's databases and dtypes:
 - test_promotes_int_to_float (integer and bool dtypes, ops claiming it): a floating-point result;
 - test_out_requires_grad_error (float32, complex64; ops with `out=` and autograd or factories):
   an `out=` that requires grad is refused;
+- test_meta_consistency_out_dtype_mismatch (float32, ops with `out=`): an `out=` of another
+  dtype is refused on the meta device exactly when it is on CPU;
 - test_multiple_devices (float32, int64) and test_compare_cpu (one dtype; entries without a NumPy
   reference): PyTorch runs them on CUDA only, so on CPU they are skipped as PyTorch's are.
 test_out and test_out_warning over `op_db` are tier P1's (p1/test_ops_out.py).
 """
 
 import torch
-from torch.testing._internal.common_device_type import OpDTypes, deviceCountAtLeast, onlyCUDA, ops
+from torch.testing._internal.common_device_type import OpDTypes, deviceCountAtLeast, onlyCPU, onlyCUDA, ops
 from torch.testing._internal.common_dtype import integral_types_and
 from torch.testing._internal.common_methods_invocations import op_db, python_ref_db
 from torch.testing._internal.common_utils import TestCase, parametrize, run_tests, suppress_warnings
@@ -30,6 +32,7 @@ OP_DB = [op for op in OPS if op not in python_ref_db]
 WITH_ERRORS = [op for op in OP_DB if op.error_inputs_func is not None]
 WITH_SPARSE_ERRORS = [op for op in OP_DB if op.error_inputs_sparse_func is not None]
 PROMOTING = [op for op in OP_DB if op.promotes_int_to_float]
+WITH_OUT = [op for op in OP_DB if op.supports_out]
 OUT_WITH_GRAD = [op for op in OP_DB if op.supports_out and (op.supports_autograd or op.is_factory_function)]
 WITHOUT_NUMPY_REF = [op for op in OPS if op.ref is None]
 SPARSE_LAYOUTS = (torch.sparse_csr, torch.sparse_csc, torch.sparse_bsr, torch.sparse_bsc, torch.sparse_coo)
@@ -67,6 +70,11 @@ class TestCommon(TestCase):
     def test_out_requires_grad_error(self, device, dtype, op):
         commonchecks.out_requires_grad_error(self, device, dtype, op)
 
+    @onlyCPU
+    @ops(WITH_OUT, allowed_dtypes=(torch.float32,))
+    def test_meta_consistency_out_dtype_mismatch(self, device, dtype, op):
+        commonchecks.meta_consistency_out_dtype_mismatch(self, device, dtype, op)
+
     @onlyCUDA
     @deviceCountAtLeast(2)
     @ops(OP_DB, allowed_dtypes=(torch.float32, torch.long))
@@ -83,7 +91,8 @@ class TestCommon(TestCase):
 drop_tests_without_entries(TestCommon, {
     "test_errors": WITH_ERRORS, "test_errors_sparse": WITH_SPARSE_ERRORS, "test_complex_half_reference_testing": OP_DB,
     "test_non_standard_bool_values": OP_DB, "test_promotes_int_to_float": PROMOTING,
-    "test_out_requires_grad_error": OUT_WITH_GRAD, "test_multiple_devices": OP_DB, "test_compare_cpu": WITHOUT_NUMPY_REF})
+    "test_out_requires_grad_error": OUT_WITH_GRAD, "test_meta_consistency_out_dtype_mismatch": WITH_OUT,
+    "test_multiple_devices": OP_DB, "test_compare_cpu": WITHOUT_NUMPY_REF})
 instantiate_cpu_tests(TestCommon, globals(), OPS)
 
 if __name__ == "__main__":
