@@ -7,10 +7,13 @@ decorations apply.
 
 from __future__ import annotations
 
+import inspect
+import math
 from dataclasses import dataclass, field
 
 import torch
 import torch.utils._pytree as pytree
+from torch.testing._internal.common_methods_invocations import ReductionPythonRefInfo
 from torch.testing._internal.common_dtype import all_types_and_complex_and, floating_and_complex_types_and
 from torch.testing._internal.common_utils import TestCase, first_sample, is_iterable_of_tensors
 
@@ -202,3 +205,59 @@ def meta_consistency_out_dtype_mismatch(case: TestCase, device: str, dtype: torc
         if (here is None) != (meta is None):
             raise AssertionError(f"{device} {'did not fail' if here is None else 'failed'}, "
                                  f"meta {'did not fail' if meta is None else 'failed'}") from here or meta
+
+
+def reduction_ops_reduce(case: TestCase, device: str, op) -> None:
+    """test_reduction_ops_reduce: an operator tagged `reduction`, given `dim`, returns as many
+    elements as its input has over the reduced dimensions' sizes (float32 samples)."""
+    for sample in op.sample_inputs(device, torch.float32):
+        if "dim" not in sample.kwargs:
+            continue
+        result = op(sample.input, *sample.args, **sample.kwargs)
+        if not isinstance(result, torch.Tensor):
+            continue
+        dim, ndim = sample.kwargs["dim"], sample.input.ndim
+        dims = list(range(ndim)) if dim is None else [dim] if isinstance(dim, int) else dim
+        if any(abs(d) >= ndim for d in dims):
+            continue  # zero-dimensional inputs are not checked, as in PyTorch
+        reduced = math.prod(sample.input.shape[d] for d in dims)
+        case.assertEqual(result.numel(), sample.input.numel() // reduced, f"{op.name} over dim={dim} did not reduce")
+
+
+INTEGRAL_OUT_REFUSED = "dtype argument and out dtype must match in reduction"
+
+
+def out_integral_dtype(case: TestCase, device: str, dtype: torch.dtype, op) -> None:
+    """test_out_integral_dtype: a reduction of int16 values with `out=` int32 refuses a `dtype=`
+    argument other than int32 (and only that), with or without `dtype=` otherwise running."""
+    def attempt(kwargs: dict, *, with_out: bool, refused: bool) -> None:
+        out = {"out": torch.empty(0, dtype=torch.int32, device=device)} if with_out else {}
+        try:
+            op(sample.input, *sample.args, **kwargs, **out)
+        except RuntimeError as error:
+            case.assertEqual(str(error), INTEGRAL_OUT_REFUSED)
+            case.assertTrue(refused, "refused an out= whose dtype matches")
+            return
+        case.assertFalse(refused, "accepted an out= whose dtype does not match the dtype argument")
+
+    for sample in op.sample_inputs(device, dtype):
+        if "dtype" in sample.kwargs:
+            attempt(sample.kwargs, with_out=False, refused=False)
+            attempt(sample.kwargs, with_out=True, refused=sample.kwargs["dtype"] != torch.int32)
+            continue
+        for given in (None, torch.int16, torch.int32):
+            kwargs = sample.kwargs if given is None else {**sample.kwargs, "dtype": given}
+            attempt(kwargs, with_out=False, refused=False)
+            attempt(kwargs, with_out=True, refused=given is torch.int16)
+
+
+def has_reduction_tag(op) -> bool:
+    """Whether the ATen operator the entry is named after is tagged `reduction`."""
+    packet = getattr(torch.ops.aten, op.name, None)
+    return packet is not None and hasattr(packet, "default") and torch.Tag.reduction in packet.default.tags
+
+
+def takes_integral_out(op) -> bool:
+    """The reductions test_out_integral_dtype checks: references with `out=`, int16 and a `dtype=` keyword."""
+    return (isinstance(op, ReductionPythonRefInfo) and op.supports_out and torch.int16 in op.dtypes
+            and "dtype" in inspect.getfullargspec(op.op).kwonlyargs)

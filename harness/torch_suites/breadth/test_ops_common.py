@@ -12,6 +12,10 @@ names so each OpInfo's decorations apply; with PyTorch's databases and dtypes:
   an `out=` that requires grad is refused;
 - test_meta_consistency_out_dtype_mismatch (float32, ops with `out=`): an `out=` of another
   dtype is refused on the meta device exactly when it is on CPU;
+- test_reduction_ops_reduce (`op_db` entries whose ATen operator is tagged `reduction`, no dtype):
+  given `dim`, the result has the input's elements over the reduced sizes;
+- test_out_integral_dtype (int16; references of reductions with `out=` and `dtype=`): `out=` int32
+  refuses another `dtype=` argument, with the reduction's own message;
 - test_multiple_devices (float32, int64) and test_compare_cpu (one dtype; entries without a NumPy
   reference): PyTorch runs them on CUDA only, so on CPU they are skipped as PyTorch's are.
 test_out and test_out_warning over `op_db` are tier P1's (p1/test_ops_out.py).
@@ -34,6 +38,8 @@ WITH_SPARSE_ERRORS = [op for op in OP_DB if op.error_inputs_sparse_func is not N
 PROMOTING = [op for op in OP_DB if op.promotes_int_to_float]
 WITH_OUT = [op for op in OP_DB if op.supports_out]
 OUT_WITH_GRAD = [op for op in OP_DB if op.supports_out and (op.supports_autograd or op.is_factory_function)]
+REDUCTIONS = [op for op in OP_DB if commonchecks.has_reduction_tag(op)]
+INTEGRAL_OUT = [op for op in OPS if commonchecks.takes_integral_out(op)]
 WITHOUT_NUMPY_REF = [op for op in OPS if op.ref is None]
 SPARSE_LAYOUTS = (torch.sparse_csr, torch.sparse_csc, torch.sparse_bsr, torch.sparse_bsc, torch.sparse_coo)
 
@@ -75,6 +81,14 @@ class TestCommon(TestCase):
     def test_meta_consistency_out_dtype_mismatch(self, device, dtype, op):
         commonchecks.meta_consistency_out_dtype_mismatch(self, device, dtype, op)
 
+    @ops(REDUCTIONS, dtypes=OpDTypes.none)
+    def test_reduction_ops_reduce(self, device, op):
+        commonchecks.reduction_ops_reduce(self, device, op)
+
+    @ops(INTEGRAL_OUT, dtypes=(torch.int16,))
+    def test_out_integral_dtype(self, device, dtype, op):
+        commonchecks.out_integral_dtype(self, device, dtype, op)
+
     @onlyCUDA
     @deviceCountAtLeast(2)
     @ops(OP_DB, allowed_dtypes=(torch.float32, torch.long))
@@ -92,7 +106,7 @@ drop_tests_without_entries(TestCommon, {
     "test_errors": WITH_ERRORS, "test_errors_sparse": WITH_SPARSE_ERRORS, "test_complex_half_reference_testing": OP_DB,
     "test_non_standard_bool_values": OP_DB, "test_promotes_int_to_float": PROMOTING,
     "test_out_requires_grad_error": OUT_WITH_GRAD, "test_meta_consistency_out_dtype_mismatch": WITH_OUT,
-    "test_multiple_devices": OP_DB, "test_compare_cpu": WITHOUT_NUMPY_REF})
+    "test_reduction_ops_reduce": REDUCTIONS, "test_out_integral_dtype": INTEGRAL_OUT, "test_multiple_devices": OP_DB, "test_compare_cpu": WITHOUT_NUMPY_REF})
 instantiate_cpu_tests(TestCommon, globals(), OPS)
 
 if __name__ == "__main__":
