@@ -1,7 +1,8 @@
 """The bodies of PyTorch's generic OpInfo checks, shared by the modules that run them on different
 databases (`op_db` in p1/test_ops_consistency.py and p1/test_ops_gradients.py;
 `autograd_function_db` and `custom_op_db` in p1/test_function_db.py) and in different dtypes (tier
-breadth: every dtype PyTorch runs each check in).
+breadth: every dtype PyTorch runs each check in), and TestCompositeCompliance's copy-on-write and
+view-replay checks (breadth/test_ops_composite.py).
 
 Each function makes the check PyTorch's test of the same name makes (`test/test_ops.py`,
 `test/test_ops_gradients.py`, `test/test_ops_fwd_gradients.py`), written in our own code against

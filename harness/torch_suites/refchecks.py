@@ -1,8 +1,8 @@
 """The bodies of PyTorch's checks of its Python references (`torch._refs`, the `python_ref_db`
-entries) and of the fake-tensor and tag checks of `test/test_ops.py`, written in our own code
-against the OpInfo API and the wheel's `torch._prims_common`, `torch._prims.context` and
-`torch._subclasses`; the modules of tier breadth keep PyTorch's class and test names so each
-OpInfo's decorations apply. (`opchecks.py` holds the checks shared with tier P1.)
+entries of `test/test_ops.py`'s TestCommon) and of error inputs (test_errors and its fake-tensor
+twin for references), written in our own code against the OpInfo API and the wheel's
+`torch._prims_common`, `torch._prims.context` and `torch._subclasses`; the modules of tier
+breadth keep PyTorch's class and test names so each entry's decorations apply.
 """
 
 from __future__ import annotations
