@@ -131,7 +131,7 @@ def test_tier_breadth_runs_pytorchs_checks_of_an_entry_in_every_dtype_pytorch_ru
     more_common = ids("test_ops_common.py", "TestCommon", {
         "test_dtypes": ("",), "test_errors": ("",), "test_complex_half_reference_testing": ("complex32",),
         "test_non_standard_bool_values": ("bool",), "test_out_requires_grad_error": ("float32", "complex64"),
-        "test_multiple_devices": ("float32", "int64")}) | ids("test_ops_common.py", "TestCommon",
+        "test_meta_consistency_out_dtype_mismatch": ("float32",), "test_multiple_devices": ("float32", "int64")}) | ids("test_ops_common.py", "TestCommon",
                                                                {"test_dtypes": ("",)}, "_refs.add")
     every_dtype = ("bfloat16", "bool", "complex128", "complex32", "complex64", "float16", "float32", "float64",
                    "int16", "int32", "int64", "int8", "uint8")
@@ -153,8 +153,9 @@ def test_tier_breadth_runs_pytorchs_checks_of_an_entry_in_every_dtype_pytorch_ru
         "test_ops_tags.py", "TestTags", {"test_tags": ("float32",)}, "_refs.add")
     refs_info = {f"{BREADTH}/test_ops_refs_info.py::TestRefsOpsInfoCPU::{test}_op__refs_add_cpu"
                  for test in ("test_refs_are_in_python_ref_db", "test_refs_are_in_decomp_table")}
-    # no test_numpy_ref, test_compare_cpu, test_promotes_int_to_float, test_strided_layout: add is a
-    # ufunc with a NumPy reference that keeps integers, not a factory
+    # no test_numpy_ref, test_compare_cpu, test_promotes_int_to_float, test_strided_layout,
+    # test_reduction_ops_reduce, test_out_integral_dtype: add is a ufunc with a NumPy reference that
+    # keeps integers, not a factory nor a reduction
     assert node_ids(done) == (gradients | forward | common | more_common | refs | math_bits | composite | fake
                               | tags | refs_info)
 
