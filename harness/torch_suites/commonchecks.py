@@ -203,8 +203,9 @@ def meta_consistency_out_dtype_mismatch(case: TestCase, device: str, dtype: torc
         here = _out_refused(op, sample, expected, device, device)
         meta = _out_refused(op, sample, expected, device, "meta")
         if (here is None) != (meta is None):
-            raise AssertionError(f"{device} {'did not fail' if here is None else 'failed'}, "
-                                 f"meta {'did not fail' if meta is None else 'failed'}") from here or meta
+            verdict = {True: "accepted", False: "refused"}
+            raise AssertionError(f"{device} {verdict[here is None]} the out=, meta {verdict[meta is None]} it") \
+                from here or meta
 
 
 def reduction_ops_reduce(case: TestCase, device: str, op) -> None:
