@@ -1,7 +1,8 @@
 """The bodies of PyTorch's generic OpInfo checks, shared by the modules that run them on different
 databases (`op_db` in p1/test_ops_consistency.py and p1/test_ops_gradients.py;
 `autograd_function_db` and `custom_op_db` in p1/test_function_db.py) and in different dtypes (tier
-breadth: every dtype PyTorch runs each check in).
+breadth: every dtype PyTorch runs each check in), and TestCompositeCompliance's copy-on-write and
+view-replay checks (breadth/test_ops_composite.py).
 
 Each function makes the check PyTorch's test of the same name makes (`test/test_ops.py`,
 `test/test_ops_gradients.py`, `test/test_ops_fwd_gradients.py`), written in our own code against
@@ -11,12 +12,15 @@ class and test names so the OpInfos' own decorations apply.
 
 from __future__ import annotations
 
+import copy
 import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 
 import torch
+import torch.utils._pytree as pytree
+from torch.testing._internal import composite_compliance
 from torch.testing._internal.common_device_type import OpDTypes, ops
 from torch.testing._internal.common_methods_invocations import (
     BinaryUfuncInfo,
@@ -383,3 +387,97 @@ def _check_math_view(case: TestCase, op, sample, bit: MathView) -> None:
         expected.backward(grad)
         actual.backward(bit.view(bit.physical(grad)))
         case.assertEqual(viewed_first.grad, first.grad)
+
+
+@dataclass(frozen=True)
+class CowRule:
+    """What an OpInfo allows of copy-on-write inputs in one pass (forward or backward): whether
+    they may be materialized (copied on a write or a mutable read), and which arguments may anyway."""
+
+    when: str
+    no_materialize: bool
+    allowed: Sequence[int | str] | None
+
+
+def _strided(value) -> bool:
+    return isinstance(value, torch.Tensor) and value.layout == torch.strided
+
+
+def _lazy(value):
+    return torch._lazy_clone(value) if _strided(value) else value
+
+
+def _saved(value):
+    return value.detach().clone() if isinstance(value, torch.Tensor) else copy.deepcopy(value)
+
+
+def _check_cow(case: TestCase, given, saved, raw, key: int | str, rule: CowRule) -> None:
+    """A lazily cloned input stays copy-on-write (unless the OpInfo allows materializing it) and
+    its data, or its original's, is unchanged."""
+    if not _strided(given):
+        return
+    name = (f"argument {key}" if isinstance(key, int) else f"keyword argument {key!r}") + f" in {rule.when}"
+    case.assertTrue(torch._C._is_cow_tensor(raw), f"{name}: the original was materialized")
+    is_cow = torch._C._is_cow_tensor(given)
+    if rule.no_materialize and key not in (rule.allowed or ()):
+        case.assertTrue(is_cow, f"{name} was materialized, which the OpInfo does not allow")
+    kept = given if is_cow else raw
+    case.assertTrue(torch.allclose(kept, saved, rtol=0, atol=0, equal_nan=True), f"{name}: copy-on-write data was written")
+
+
+def cow_input(case: TestCase, device: str, dtype: torch.dtype, op) -> None:
+    """test_cow_input: with its strided inputs lazily cloned (copy-on-write), the op's forward and
+    backward passes neither write into them nor (where the OpInfo claims so) materialize them."""
+    forward = CowRule("forward", op.supports_cow_input_no_materialize_forward, op.allow_cow_input_materialize_forward)
+    backward = CowRule("backward", op.supports_cow_input_no_materialize_backward, op.allow_cow_input_materialize_backward)
+    for sample in op.sample_inputs(device, dtype, requires_grad=op.supports_autograd):
+        raw_args = [sample.input, *sample.args]
+        args, kwargs = [_lazy(a) for a in raw_args], {k: _lazy(v) for k, v in sample.kwargs.items()}
+        saved_args, saved_kwargs = [_saved(a) for a in raw_args], {k: _saved(v) for k, v in sample.kwargs.items()}
+        leaves = composite_compliance.gather_leaf_tensors(args, kwargs)
+        results = op.get_op()(*args, **kwargs)
+        for index, arg in enumerate(args):
+            _check_cow(case, arg, saved_args[index], raw_args[index], index, forward)
+        for key, arg in kwargs.items():
+            _check_cow(case, arg, saved_kwargs[key], sample.kwargs[key], key, forward)
+        if not (op.supports_autograd and leaves and not op.skip_cow_input_backward):
+            continue
+        if sample.output_process_fn_grad is not None:
+            results = sample.output_process_fn_grad(results)
+        outputs = [r for r in pytree.tree_leaves(results) if isinstance(r, torch.Tensor) and r.requires_grad]
+        if not all(map(_strided, outputs)):
+            continue
+        raw_grads = [torch.ones(r.shape, device=r.device, dtype=r.dtype) for r in outputs]
+        grads = [_lazy(g) for g in raw_grads]
+        saved_grads = [_saved(g) for g in raw_grads]
+        torch.autograd.grad(outputs, leaves, grads, allow_unused=True, retain_graph=True)
+        for index, arg in enumerate(args):
+            _check_cow(case, arg, saved_args[index], raw_args[index], index, backward)
+        for index, grad in enumerate(grads):
+            _check_cow(case, grad, saved_grads[index], raw_grads[index], f"output grad {index}", backward)
+
+
+def _same_layout(case: TestCase, got: torch.Tensor, want: torch.Tensor) -> None:
+    case.assertEqual((got.size(), got.stride(), got.storage_offset(), got.device, got.dtype),
+                     (want.size(), want.stride(), want.storage_offset(), want.device, want.dtype))
+
+
+def view_replay(case: TestCase, device: str, dtype: torch.dtype, op) -> None:
+    """test_view_replay: every output that is a view of the input can be replayed, with original
+    view tracking on: its view function on a fresh copy of the input gives the same view, and its
+    reverse view function gives back a view of the input's layout."""
+    with torch.autograd._force_original_view_tracking(True):
+        for sample in op.sample_inputs(device, dtype, requires_grad=False):
+            outputs = op(sample.input, *sample.args, **sample.kwargs)
+            for out in outputs if isinstance(outputs, (tuple, list)) else [outputs]:
+                if not (isinstance(out, torch.Tensor) and out._is_view() and out._base is sample.input):
+                    continue
+                fresh = sample.input.clone()
+                replayed = out._view_func_unsafe(fresh)
+                _same_layout(case, replayed, out)
+                case.assertEqual(replayed, out)
+                detached = out.detach()
+                reversed_view = out._rev_view_func_unsafe(detached)
+                _same_layout(case, reversed_view, sample.input)
+                case.assertTrue(reversed_view._is_view() and reversed_view._base is detached,
+                                "the reverse view function did not give a view")

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import pytest
 
 from harness.protocol import Env
-from harness.torch_suites.entries import NO_ENTRY, Entries, requested
+from harness.torch_suites.entries import NO_ENTRY, Entries, drop_tests_without_entries, requested
 from harness.torch_suites.spawned import Shard
 
 pytestmark = pytest.mark.unit
@@ -53,3 +53,15 @@ def test_shards_split_the_tests_of_their_classes_without_overlap_or_loss():
     parts = [collected(Shard(index, 3)) for index in (1, 2, 3)]
     assert set().union(*parts) == {"A.test_a1", "A.test_a2", "A.test_a3", "B.test_b1"}
     assert sum(map(len, parts)) == 4 and all(parts)
+
+
+def test_a_test_whose_own_subset_of_the_chosen_entries_is_empty_leaves_the_class_and_the_rest_stay():
+    class Generic:
+        def test_all(self):
+            pass
+
+        def test_with_errors(self):
+            pass
+
+    drop_tests_without_entries(Generic, {"test_all": ["add"], "test_with_errors": []})
+    assert hasattr(Generic, "test_all") and not hasattr(Generic, "test_with_errors")

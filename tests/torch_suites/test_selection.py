@@ -109,27 +109,55 @@ def test_script_mode_in_a_ci_job_writes_the_junit_report_pytorchs_ci_reads(tmp_p
 
 
 def test_tier_breadth_runs_pytorchs_checks_of_an_entry_in_every_dtype_pytorch_runs_them_in():
-    """`add` in tier breadth: PyTorch's class and test names, over the dtypes PyTorch's own files
-    give each check (P1: float32, or float64 for gradients); its gradient checks pass in both."""
-    done = run("-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", BREADTH, entries="add")
+    """`add` and its reference `_refs.add` in tier breadth: PyTorch's class and test names, over the
+    dtypes PyTorch's own files give each check (P1: float32, or float64 for gradients), every module
+    and class of the tier with tests; its gradient checks pass in both dtypes."""
+    done = run("-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", BREADTH, entries="add,_refs.add")
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    gradients = {f"{BREADTH}/test_ops_gradients.py::TestBwdGradientsCPU::{test}_add_cpu_{dtype}"
-                 for test in ("test_fn_grad", "test_fn_gradgrad", "test_fn_fail_gradgrad", "test_inplace_grad",
-                              "test_inplace_gradgrad")
-                 for dtype in ("float64", "complex128")}
-    forward = {f"{BREADTH}/test_ops_fwd_gradients.py::TestFwdGradientsCPU::{test}_add_cpu_{dtype}"
-               for test in ("test_forward_mode_AD", "test_inplace_forward_mode_AD", "test_fn_fwgrad_bwgrad")
-               for dtype in ("float64", "complex128")}
-    common = {f"{BREADTH}/test_ops_consistency.py::TestCommonCPU::{test}_add_cpu_{dtype}"
-              for test, dtypes in (("test_noncontiguous_samples", ("float32", "int64", "complex64")),
-                                   ("test_variant_consistency_eager", ("float32", "complex64")))
-              for dtype in dtypes}
-    math_bits = {f"{BREADTH}/test_ops_math_bits.py::TestMathBitsCPU::{test}_add_cpu_{dtype}"
-                 for test, dtype in (("test_conj_view", "complex64"), ("test_neg_view", "float64"),
-                                     ("test_neg_conj_view", "complex128"))}
-    composite = {f"{BREADTH}/test_ops_composite.py::TestCompositeComplianceCPU::{test}_add_cpu_float32"
-                 for test in ("test_operator", "test_backward", "test_forward_ad")}
-    assert node_ids(done) == gradients | forward | common | math_bits | composite  # no test_numpy_ref: a ufunc
+
+    def ids(module: str, cls: str, tests: dict[str, tuple[str, ...]], entry: str = "add") -> set[str]:
+        """Node ids of `tests` (name -> dtypes; an empty dtype: a test without one) for `entry`."""
+        return {f"{BREADTH}/{module}::{cls}CPU::{test}_{entry.replace('.', '_')}_cpu{'_' + dtype if dtype else ''}"
+                for test, dtypes in tests.items() for dtype in dtypes}
+
+    gradients = ids("test_ops_gradients.py", "TestBwdGradients", dict.fromkeys(
+        ("test_fn_grad", "test_fn_gradgrad", "test_fn_fail_gradgrad", "test_inplace_grad", "test_inplace_gradgrad"),
+        ("float64", "complex128")))
+    forward = ids("test_ops_fwd_gradients.py", "TestFwdGradients", dict.fromkeys(
+        ("test_forward_mode_AD", "test_inplace_forward_mode_AD", "test_fn_fwgrad_bwgrad"), ("float64", "complex128")))
+    common = ids("test_ops_consistency.py", "TestCommon", {
+        "test_noncontiguous_samples": ("float32", "int64", "complex64"),
+        "test_variant_consistency_eager": ("float32", "complex64")})
+    more_common = ids("test_ops_common.py", "TestCommon", {
+        "test_dtypes": ("",), "test_errors": ("",), "test_complex_half_reference_testing": ("complex32",),
+        "test_non_standard_bool_values": ("bool",), "test_out_requires_grad_error": ("float32", "complex64"),
+        "test_meta_consistency_out_dtype_mismatch": ("float32",), "test_multiple_devices": ("float32", "int64")}) | ids("test_ops_common.py", "TestCommon",
+                                                               {"test_dtypes": ("",)}, "_refs.add")
+    every_dtype = ("bfloat16", "bool", "complex128", "complex32", "complex64", "float16", "float32", "float64",
+                   "int16", "int32", "int64", "int8", "uint8")
+    refs = ids("test_ops_refs.py", "TestCommon", {
+        "test_python_ref": every_dtype, "test_python_ref_torch_fallback": every_dtype,
+        "test_python_ref_meta": every_dtype, "test_python_ref_errors": ("",), "test_out": ("float32",),
+        "test_out_warning": ("",)},
+        "_refs.add") | {f"{BREADTH}/test_ops_refs.py::TestCommonCPU::test_python_ref_executor__refs_add_executor_aten_cpu_{dtype}"
+                        for dtype in every_dtype}
+    math_bits_tests = {"test_conj_view": ("complex64",), "test_neg_view": ("float64",), "test_neg_conj_view": ("complex128",)}
+    math_bits = (ids("test_ops_math_bits.py", "TestMathBits", math_bits_tests)
+                 | ids("test_ops_math_bits.py", "TestMathBits", math_bits_tests, "_refs.add"))
+    composite = ids("test_ops_composite.py", "TestCompositeCompliance", dict.fromkeys(
+        ("test_operator", "test_backward", "test_forward_ad", "test_cow_input", "test_view_replay"), ("float32",)))
+    fake = ids("test_ops_fake.py", "TestFakeTensor", dict.fromkeys(
+        ("test_pointwise_ops", "test_fake", "test_fake_autocast", "test_fake_crossref_backward_no_amp",
+         "test_fake_crossref_backward_amp"), ("float32",)))
+    tags = ids("test_ops_tags.py", "TestTags", {"test_tags": ("float32",)}) | ids(
+        "test_ops_tags.py", "TestTags", {"test_tags": ("float32",)}, "_refs.add")
+    refs_info = {f"{BREADTH}/test_ops_refs_info.py::TestRefsOpsInfoCPU::{test}_op__refs_add_cpu"
+                 for test in ("test_refs_are_in_python_ref_db", "test_refs_are_in_decomp_table")}
+    # no test_numpy_ref, test_compare_cpu, test_promotes_int_to_float, test_strided_layout,
+    # test_reduction_ops_reduce, test_out_integral_dtype: add is a ufunc with a NumPy reference that
+    # keeps integers, not a factory nor a reduction
+    assert node_ids(done) == (gradients | forward | common | more_common | refs | math_bits | composite | fake
+                              | tags | refs_info)
 
     ran = run("-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", "test_fn_grad_add or test_forward_mode_AD_add",
               f"{BREADTH}/test_ops_gradients.py", f"{BREADTH}/test_ops_fwd_gradients.py", entries="add")

@@ -9,8 +9,12 @@ subset of them in turn, in a `__torch_dispatch__` subclass that checks every ATe
 call it as PyTorch's do, under PyTorch's class and test names, so each OpInfo's decorations apply:
 - test_operator: the op under the checking mode, then with every subset of its arguments wrapped;
 - test_backward: the backward formula, through wrapped inputs and wrapped output gradients;
-- test_forward_ad: the forward-mode formula, through wrapped primals and tangents.
-PyTorch's test_cow_input and test_view_replay are not written yet.
+- test_forward_ad: the forward-mode formula, through wrapped primals and tangents;
+- test_cow_input: with its strided inputs lazily cloned (copy-on-write), the forward and backward
+  passes write into none of them and materialize none the OpInfo does not allow to;
+- test_view_replay: every output that views the input replays, forward and reverse, through its
+  view functions (original view tracking on).
+The last two bodies are in `harness/torch_suites/opchecks.py`.
 """
 
 import torch
@@ -56,6 +60,14 @@ class TestCompositeCompliance(TestCase):
             args, kwargs = _arguments(sample)
             composite_compliance.check_forward_ad_formula(op.get_op(), args, kwargs, op.gradcheck_wrapper,
                                                           self.assertEqual)
+
+    @ops(OPS, allowed_dtypes=(torch.float32,))
+    def test_cow_input(self, device, dtype, op):
+        opchecks.cow_input(self, device, dtype, op)
+
+    @ops(OPS, allowed_dtypes=(torch.float32,))
+    def test_view_replay(self, device, dtype, op):
+        opchecks.view_replay(self, device, dtype, op)
 
 
 instantiate_cpu_tests(TestCompositeCompliance, globals(), OPS)
