@@ -5,9 +5,9 @@ or by `db ingest`) is read there. Any other side (a folder of JUnit XML, shards,
 is streamed into a scratch database first (harness/record/stream.py), both sides at once, in two
 processes, when they are large; when both are, their plain passes (passed, no message, node id,
 replay or attempts) are no rows but lists of keys by module, compared a module at a time. SQLite
-then hands over the tests that can matter, and each side's per-module counts: a test that passed on
-both sides with no reruns falls in no category of the diff, so it is counted but never reaches
-Python as a result. Memory holds what the comparison finds (and one module's keys).
+then hands over the tests that can matter, and each side's per-module counts: a test that ended
+alike on both sides, not in a failure, with no reruns (passed, skipped, an expected failure) falls
+in no category of the diff, so it is counted but never reaches Python as a result. Memory holds what the comparison finds (and one module's keys).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from pathlib import Path
 
 from harness.protocol import Outcome
 from harness.record.database import opened as opened_database
-from harness.record.database import read_only_uri, reported
+from harness.record.database import FAILING, read_only_uri, reported
 from harness.record.ingest import stored_run
 from harness.record.model import StoredResult, TestResult
 from harness.compare.sides import Side
@@ -64,9 +64,9 @@ class Pairs:
         return found
 
     def interesting(self) -> tuple[dict[str, StoredResult], dict[str, StoredResult]]:
-        """Each side's results by test, for every test except those that passed on both sides with
-        no earlier attempts (which fall in no category of the diff): a test on both sides is in
-        both, a new one only in the second, a missing one only in the first."""
+        """Each side's results by test, for every test except those that ended alike on both sides,
+        not in a failure, with no earlier attempts (which fall in no category of the diff): a test on
+        both sides is in both, a new one only in the second, a missing one only in the first."""
         before: dict[str, StoredResult] = {}
         after: dict[str, StoredResult] = {}
         for key, old, new in self._walk():
@@ -92,9 +92,9 @@ class Pairs:
                 f"SELECT {columns} FROM {b}.results AS x LEFT JOIN {c}.results AS y ON y.run = :after AND y.test = x.test "
                 f"LEFT JOIN {b}.prefixes AS px ON px.run = x.run AND px.module = x.module "
                 f"LEFT JOIN {c}.prefixes AS py ON py.run = y.run AND py.module = y.module "
-                "WHERE x.run = :before AND (y.test IS NULL OR x.outcome != :passed OR y.outcome != :passed "
+                f"WHERE x.run = :before AND (y.test IS NULL OR x.outcome != y.outcome OR x.{FAILING} "
                 "OR x.attempts IS NOT NULL OR y.attempts IS NOT NULL)",
-                {"before": self.before.run, "after": self.after.run, "passed": Outcome.PASSED}):
+                {"before": self.before.run, "after": self.after.run}):
             old = stored(row[:width - 1], row[width - 1])
             if row[width] is not None:
                 yield old.test, old, stored(row[width:-1], row[-1])
