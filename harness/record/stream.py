@@ -115,7 +115,8 @@ class _Aside:
     more than its XML). A later report of the same test takes its plain pass out to fold with it."""
 
     def __init__(self) -> None:
-        self.at: dict[str, int] = {}  # test -> its batch (among `batches`)
+        self.held: set[str] = set()  # the tests held
+        self.at: dict[str, int] | None = None  # test -> its batch (among `batches`), made at the first pop
         # per batch: tests, modules, durations, seqs
         self.batches: list[tuple[Sequence[str], Sequence[str], array, array]] = []
         self.taken: set[int] = set()  # batches a test was taken out of
@@ -124,12 +125,18 @@ class _Aside:
              durations: Sequence[float]) -> None:
         """Plain passes of tests not yet seen, as columns."""
         if tests:
-            self.at.update(dict.fromkeys(tests, len(self.batches)))
+            self.held.update(tests)
+            if self.at is not None:
+                self.at.update(dict.fromkeys(tests, len(self.batches)))
             self.batches.append((tests, modules, array("d", durations), array("q", seqs)))
 
     def pop(self, test: str) -> tuple[int, StoredResult]:
         """The plain pass of `test` (held) with its place, taken out to be folded."""
+        if self.at is None:  # a test reported again is rare: where each one is held is found once
+            self.at = {test: number for number, (tests, *_) in enumerate(self.batches) for test in tests
+                       if test in self.held}
         number = self.at.pop(test)
+        self.held.discard(test)
         self.taken.add(number)
         tests, modules, durations, seqs = self.batches[number]
         at = tests.index(test)
@@ -142,7 +149,7 @@ class _Aside:
         rows = []
         for number, (tests, modules, _, _) in enumerate(self.batches):
             if number in self.taken:
-                kept = [test in self.at for test in tests]
+                kept = [test in self.held for test in tests]
                 tests, modules = tuple(compress(tests, kept)), tuple(compress(modules, kept))
             start = 0
             for module, same in groupby(modules):
@@ -230,13 +237,13 @@ class _Writer:
     def _holding(self, more: int) -> bool:
         """Whether `more` plain passes are held aside: while the side holds fewer than HELD tests in
         memory; once it does not, never again (a row written since is not among `rows`)."""
-        self.full = self.full or self.aside is None or len(self.aside.at) + len(self.rows) + more > HELD
+        self.full = self.full or self.aside is None or len(self.aside.held) + len(self.rows) + more > HELD
         return not self.full
 
     def _seen(self, tests: list[str]) -> bool:
         """Whether any of `tests` is held aside or written as a row already (only asked with `aside`:
         rows tell it themselves, by a conflict)."""
-        return self.aside is not None and not (self.aside.at.keys().isdisjoint(tests) and self.rows.isdisjoint(tests))
+        return self.aside is not None and not (self.aside.held.isdisjoint(tests) and self.rows.isdisjoint(tests))
 
     def _write_aside(self, aside: _Aside, reports: list[tuple[str, int, Fields]], rows: list[tuple],
                      passes: list[tuple[str, str, int, float]], first: int) -> None:
@@ -245,8 +252,9 @@ class _Writer:
         is a row already folds into that row. Those are found for the whole batch at once."""
         written = self.rows
         columns = tuple(zip(*passes)) or ((), (), (), ())
-        held = aside.at.keys()
-        again = (held & [row[1] for row in rows]) | (held & columns[0]) | written.intersection(columns[0])
+        held = aside.held
+        again = (held.intersection([row[1] for row in rows]) | held.intersection(columns[0])
+                 | written.intersection(columns[0]))
         if again:
             rows = [row for row in rows if row[1] not in again]
             columns = tuple(zip(*(report for report in passes if report[0] not in again))) or ((), (), (), ())
@@ -267,7 +275,7 @@ class _Writer:
         for test, _, fields in reports:
             if test not in again:
                 continue
-            if test in aside.at:
+            if test in aside.held:
                 seq, held = aside.pop(test)
                 self.repeated.add(test)
                 self.connection.execute(_INSERT, self._result_row(test, seq, merge(held, TestResult(*fields))))
