@@ -204,8 +204,8 @@ def factory_kwargs(case: TestCase, device, dtype, module_info, training: bool) -
         args, kwargs = module_input.constructor_input.args, module_input.constructor_input.kwargs
         given = {t.data_ptr() for t in _tensors((args, kwargs)) if t.numel()}
         plain = module_info.module_cls(*args, **kwargs)
-        own = [t for t in chain(plain.parameters(), plain.buffers()) if not t.numel() or t.data_ptr() not in given]
-        if not own:
+        if not any(torch.nn.parameter.is_lazy(t) or not t.numel() or t.data_ptr() not in given
+                   for t in chain(plain.parameters(), plain.buffers())):
             continue
         module = module_info.module_cls(*args, **kwargs, device=device, dtype=dtype)
         module.train(training)
