@@ -207,7 +207,7 @@ def factory_kwargs(case: TestCase, device, dtype, module_info, training: bool) -
         if not any(torch.nn.parameter.is_lazy(t) or not t.numel() or t.data_ptr() not in given
                    for t in chain(plain.parameters(), plain.buffers())):
             continue
-        module = module_info.module_cls(*args, **kwargs, device=device, dtype=dtype)
+        module = module_info.module_cls(*args, **{**kwargs, "device": device, "dtype": dtype})
         module.train(training)
         assert_placed(case, module, device, dtype)
 
@@ -356,7 +356,7 @@ def errors(case: TestCase, device, dtype, module_info, training: bool) -> None:
                 module(*given.forward_input.args, **given.forward_input.kwargs)
 
 
-def _with_grads(module: torch.nn.Module, device, dtype, set_grad: bool) -> None:
+def _place_by_hand(module: torch.nn.Module, device, dtype, set_grad: bool) -> None:
     """Moves parameters and buffers to `device`/`dtype` without `Module.to` (the method under
     test): fresh Parameters, each with a random gradient when `set_grad`."""
     for child in module.modules():
@@ -382,7 +382,7 @@ def to(case: TestCase, device, dtype, module_info, training: bool, set_grad: boo
     swap = torch.__future__.get_swap_module_params_on_conversion()
     for module_input in forwards(module_info, device, dtype, training, requires_grad=False):
         module = module_info.module_cls(*module_input.constructor_input.args, **module_input.constructor_input.kwargs)
-        _with_grads(module, device, dtype, set_grad)
+        _place_by_hand(module, device, dtype, set_grad)
         params = list(module.parameters())
         if swap and not set_grad and params:
             output = module(*module_input.forward_input.args, **module_input.forward_input.kwargs)
