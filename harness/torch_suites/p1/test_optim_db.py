@@ -83,12 +83,7 @@ class TestOptimRenewed(TestCase):
     def _assert_direction(self, optimizer, optim_info, closure, schedulers, *, maximize: bool) -> None:
         initial = closure().item()
         for _ in range(STEPS):
-            if optim_info.step_requires_closure:
-                loss = optimizer.step(closure)
-            else:
-                loss = closure()
-                optimizer.step()
-            optimchecks.advance(schedulers, loss)
+            optimchecks.advance(schedulers, optimchecks.step(optimizer, optim_info, closure))
         if maximize:
             self.assertGreater(closure().item(), initial)
         else:
@@ -126,12 +121,8 @@ class TestOptimRenewed(TestCase):
                 continue
             for _ in range(5):
                 for optimizer, w, b in ((with_float, weight, bias), (with_tensor, weight_t, bias_t)):
-                    closure = functools.partial(optimchecks.quadratic_loss, optimizer, optim_info, w, b, x)
-                    if optim_info.step_requires_closure:
-                        optimizer.step(closure)
-                    else:
-                        closure()
-                        optimizer.step()
+                    optimchecks.step(optimizer, optim_info,
+                                     functools.partial(optimchecks.quadratic_loss, optimizer, optim_info, w, b, x))
                 self.assertEqual(weight, weight_t)
                 self.assertEqual(bias, bias_t)
 
