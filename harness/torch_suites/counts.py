@@ -19,6 +19,7 @@ import os
 import re
 import sys
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -26,7 +27,8 @@ import yaml
 from rich.console import Console
 from rich.table import Table
 
-from harness.run.collect import collect, collect_together
+from harness.protocol import Env
+from harness.run.collect import Collected, collect, collect_together
 from harness.torch_suites.catalog import ROOT, bundled_files
 
 DATA = Path(__file__).resolve().parent / "data" / "pytorch_counts.yaml"
@@ -85,13 +87,20 @@ def column_of(nodeid: str) -> str:
     return next(column for column, tiers in COLUMNS.items() if tier in tiers)
 
 
+def unusable(found: Mapping[str, Collected]) -> list[str]:
+    """Bundled modules that cannot be counted, one line each: pytest could not collect them (an
+    import error), or they collected no test (decorators that instantiated nothing)."""
+    return [f"{file}: {result.error or 'no test collected'}" for file, result in found.items()
+            if result.error or not result.nodeids]
+
+
 def collected_ours() -> dict[str, Counter[str]]:
-    """Every bundled module in one process (torch and its databases are imported once), counted per
-    column of COLUMNS."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
-           "OMP_NUM_THREADS": "1"}
+    """Every bundled module, whole (HARNESS_ENTRIES ignored), in one process (torch and its
+    databases are imported once), counted per column of COLUMNS."""
+    env = {key: value for key, value in os.environ.items() if key != Env.ENTRIES}
+    env.update(PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])), OMP_NUM_THREADS="1")
     found = collect_together(sys.executable, ROOT, [file.as_posix() for file in bundled_files()], env)
-    failed = [f"{file}: {result.error}" for file, result in found.items() if result.error]
+    failed = unusable(found)
     if failed:
         raise SystemExit("\n".join(failed))
     nodeids = [nodeid for result in found.values() for nodeid in result.nodeids]

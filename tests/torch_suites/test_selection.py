@@ -162,3 +162,44 @@ def test_tier_breadth_runs_pytorchs_checks_of_an_entry_in_every_dtype_pytorch_ru
     ran = run("-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", "test_fn_grad_add or test_forward_mode_AD_add",
               f"{BREADTH}/test_ops_gradients.py", f"{BREADTH}/test_ops_fwd_gradients.py", entries="add")
     assert ran.returncode == 0 and "4 passed" in ran.stdout, ran.stdout[-3000:] + ran.stderr[-3000:]
+
+
+def test_tier_breadth_runs_pytorchs_module_and_optimizer_checks_that_p1_does_not():
+    """nn.Linear and Adam in breadth's test_modules.py and test_optim.py: PyTorch's test names, in
+    the dtypes PyTorch's `@modules` / `@optims` give, none of P1's tests again (P1: float32, and
+    float64 for test_grad and test_foreach_matches_forloop)."""
+    modules, optim = f"{BREADTH}/test_modules.py", f"{BREADTH}/test_optim.py"
+    done = run("-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", modules, optim, entries="nn.Linear,Adam")
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    linear = {f"{test}_nn_Linear{params}_cpu_{dtype}"
+              for test, params, dtypes in (
+                  *((name, "", ("float64",)) for name in ("test_forward", "test_repr", "test_save_load",
+                                                           "test_non_contiguous_tensors", "test_gradgrad")),
+                  *((name, "", ("float32", "float64")) for name in ("test_factory_kwargs", "test_memory_format",
+                                                                     "test_if_train_and_eval_modes_differ",
+                                                                     "test_device_ctx_init")),
+                  *(("test_to", f"_set_grad_{grad}_swap_{swap}", ("float32",)) for grad in (True, False)
+                    for swap in (True, False)),
+                  *(("test_to_empty", f"_swap_{swap}", ("float32",)) for swap in (True, False)))
+              for dtype in dtypes}
+    named = [f"_is_named_optim0_{first}_is_named_optim1_{second}" for first in (True, False) for second in (True, False)]
+    adam = {f"{test}{params}_Adam_cpu_{dtype}"
+            for test, params, dtypes in (
+                ("test_fused_matches_forloop", "", ("float64", "float32", "bfloat16", "float16")),
+                *((name, "", ("complex64",)) for name in ("test_complex", "test_complex_2d")),
+                *(("test_state_dict_deterministic", one, ("float32",)) for one in named),
+                *(("test_can_load_from_to_named_state_dict", one, ("float32",)) for one in named),
+                *(("test_save_load_equality_with_weights_only", f"_is_named_optim_{one}", ("float32",))
+                  for one in (True, False)),
+                *((name, "", ("float32",)) for name in (
+                    "test_optim_infos_do_not_specify_global_cliquey_kwargs", "test_fused_error_on_params_on_meta",
+                    "test_param_groups_weight_decay", "test_param_groups_lr", "test_step_is_noop_when_params_have_no_grad",
+                    "test_step_is_noop_for_zero_grads", "test_optimizer_can_be_printed", "test_can_load_older_state_dict",
+                    "test_load_nontensor_step", "test_state_dict_pre_hook", "test_state_dict_post_hook",
+                    "test_state_dict_pre_post_hook", "test_load_state_dict_pre_hook_and_prepend",
+                    "test_load_state_dict_post_hook", "test_load_state_dict_pre_post_hook", "test_step_post_hook",
+                    "test_step_pre_hook", "test_step_all_hooks", "test_deepcopy_copies_all_public_attrs",
+                    "test_non_empty_state")))
+            for dtype in dtypes}
+    assert node_ids(done) == ({f"{modules}::TestModuleCPU::{test}" for test in linear}
+                              | {f"{optim}::TestOptimRenewedCPU::{test}" for test in adam})

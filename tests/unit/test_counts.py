@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from harness.record.durations import History
+from harness.run.collect import Collected
 from harness.torch_suites import counts
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -47,6 +48,15 @@ def test_rows_set_ours_beside_pytorchs_and_list_our_other_classes_after():
         ("test_ops.py", "TestCommon", 100, (30, 90)), ("test_ops.py", "TestTags", 10, (0, 0)),
         ("test_modules.py", "TestModule", 50, (5, 0)), ("?", "Mystery", None, (1, 0)),
         ("test_nn.py", "TestNN", None, (7, 0)), ("test_ops_fwd_gradients.py", "TestFwdGradients", None, (0, 3))]
+
+
+@pytest.mark.unit
+def test_a_bundled_module_that_fails_to_import_or_collects_nothing_stops_the_count():
+    found = {"breadth/test_fine.py": Collected(("breadth/test_fine.py::TestX::test_y",)),
+             "breadth/test_broken.py": Collected((), "pytest exit status 2: ImportError: cannot import name 'x'"),
+             "breadth/test_empty.py": Collected(())}
+    assert counts.unusable(found) == ["breadth/test_broken.py: pytest exit status 2: ImportError: cannot import name 'x'",
+                                      "breadth/test_empty.py: no test collected"]
 
 
 @pytest.mark.unit

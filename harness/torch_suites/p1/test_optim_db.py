@@ -1,7 +1,8 @@
 """PyTorch's generic optimizer checks on `optim_db` (CPU).
 
 The checks are the ones PyTorch's `test/test_optim.py` makes under the same names, written here in
-our own code against the OptimizerInfo API, so the class is `TestOptimRenewed` and each
+our own code against the OptimizerInfo API (shared bodies in `harness/torch_suites/optimchecks.py`),
+so the class is `TestOptimRenewed` and each
 OptimizerInfo's skips and expected failures for these names apply:
 
 - test_errors: every error input raises (or warns) as declared, at construction or at `step()`.
@@ -22,11 +23,9 @@ current test_optim.py adapts its parameters for Muon in code we do not have.
 """
 
 import functools
-from copy import deepcopy
 
 import torch
 from torch.nn import Parameter
-from torch.optim.lr_scheduler import ReduceLROnPlateau
 from torch.testing._internal.common_optimizers import (
     OptimizerErrorEnum,
     _get_optim_inputs_including_global_cliquey_kwargs,
@@ -35,6 +34,7 @@ from torch.testing._internal.common_optimizers import (
 )
 from torch.testing._internal.common_utils import TestCase, parametrize, run_tests
 
+from harness.torch_suites import optimchecks
 from harness.torch_suites.entries import Entries, instantiate_cpu_tests
 from harness.torch_suites.optimizers import takes_vectors
 
@@ -42,26 +42,6 @@ ENTRIES = Entries(tuple(optim_db), full_name=lambda info: info.name)
 OPTIMIZERS = ENTRIES.chosen()
 VECTOR_OPTIMIZERS = [info for info in OPTIMIZERS if takes_vectors(info)]  # the W x + b checks
 STEPS = 20  # steps of the direction checks, as in PyTorch
-COMPARED_STEPS = 7  # foreach against for-loop: RAdam's rectification starts to matter at step 6
-
-
-def _quadratic_loss(optimizer, optim_info, weight, bias, x):
-    """The closure of the direction checks: (W x + b)^2 summed, its gradients sparse where needed."""
-    optimizer.zero_grad()
-    loss = (weight.mv(x) + bias).pow(2).sum()
-    loss.backward()
-    if optim_info.only_supports_sparse_grads:
-        weight.grad = weight.grad.to_sparse()
-        bias.grad = bias.grad.to_sparse()
-    return loss
-
-
-def _advance(schedulers, loss) -> None:
-    for scheduler in schedulers:
-        if isinstance(scheduler, ReduceLROnPlateau):
-            scheduler.step(loss)
-        else:
-            scheduler.step()
 
 
 class TestOptimRenewed(TestCase):
@@ -96,19 +76,14 @@ class TestOptimRenewed(TestCase):
                 x = torch.randn(5, device=device, dtype=dtype)
                 optimizer = optim_info.optim_cls([weight, bias], **optim_input.kwargs)
                 schedulers = [make(optimizer) for make in scheduler_makers]
-                closure = functools.partial(_quadratic_loss, optimizer, optim_info, weight, bias, x)
+                closure = functools.partial(optimchecks.quadratic_loss, optimizer, optim_info, weight, bias, x)
                 self._assert_direction(optimizer, optim_info, closure, schedulers,
                                        maximize=optim_input.kwargs.get("maximize", False))
 
     def _assert_direction(self, optimizer, optim_info, closure, schedulers, *, maximize: bool) -> None:
         initial = closure().item()
         for _ in range(STEPS):
-            if optim_info.step_requires_closure:
-                loss = optimizer.step(closure)
-            else:
-                loss = closure()
-                optimizer.step()
-            _advance(schedulers, loss)
+            optimchecks.advance(schedulers, optimchecks.step(optimizer, optim_info, closure))
         if maximize:
             self.assertGreater(closure().item(), initial)
         else:
@@ -122,10 +97,10 @@ class TestOptimRenewed(TestCase):
             x = torch.randn(5, device=device, dtype=dtype)
             optimizer = optim_info.optim_cls([{"params": [weight]}, {"params": [bias], "lr": 0.01}])
             schedulers = [make(optimizer) for make in scheduler_makers]
-            closure = functools.partial(_quadratic_loss, optimizer, optim_info, weight, bias, x)
+            closure = functools.partial(optimchecks.quadratic_loss, optimizer, optim_info, weight, bias, x)
             initial = closure().item()
             for _ in range(STEPS):
-                _advance(schedulers, optimizer.step(closure))
+                optimchecks.advance(schedulers, optimizer.step(closure))
             self.assertLess(closure().item(), initial)
 
     @optims(VECTOR_OPTIMIZERS, dtypes=[torch.float32])
@@ -146,44 +121,14 @@ class TestOptimRenewed(TestCase):
                 continue
             for _ in range(5):
                 for optimizer, w, b in ((with_float, weight, bias), (with_tensor, weight_t, bias_t)):
-                    closure = functools.partial(_quadratic_loss, optimizer, optim_info, w, b, x)
-                    if optim_info.step_requires_closure:
-                        optimizer.step(closure)
-                    else:
-                        closure()
-                        optimizer.step()
+                    optimchecks.step(optimizer, optim_info,
+                                     functools.partial(optimchecks.quadratic_loss, optimizer, optim_info, w, b, x))
                 self.assertEqual(weight, weight_t)
                 self.assertEqual(bias, bias_t)
 
     @optims([info for info in OPTIMIZERS if "foreach" in info.supported_impls], dtypes=[torch.float64])
     def test_foreach_matches_forloop(self, device, dtype, optim_info):
-        for optim_input in optim_info.optim_inputs_func(device=device, dtype=dtype):
-            if optim_input.kwargs.get("capturable", False):
-                continue  # capturable is not supported on CPU
-            runs = [self._small_mlp_run(device, dtype, optim_info, {**deepcopy(optim_input.kwargs), "foreach": flag})
-                    for flag in (False, True)]
-            for step, (forloop, foreach) in enumerate(zip(*runs)):
-                self.assertEqual(foreach, forloop, msg=f"step {step}: foreach and for-loop differ")
-
-    def _small_mlp_run(self, device, dtype, optim_info, kwargs) -> list:
-        """Parameters and optimizer state after each step of a small MLP (plus an empty parameter)."""
-        x = torch.tensor([0.1, 0.2, 0.3, 0.4, 0.5, 0.6], dtype=dtype, device=device).reshape(3, 2)
-        torch.manual_seed(1)
-        model = torch.nn.Sequential(torch.nn.Linear(2, 3), torch.nn.Sigmoid(), torch.nn.Linear(3, 1),
-                                    torch.nn.Sigmoid()).to(dtype=dtype, device=device)
-        empty = torch.empty((), device=device, dtype=dtype, requires_grad=True)
-        empty.grad = torch.rand_like(empty)
-        optimizer = optim_info.optim_cls([*model.parameters(), empty], **kwargs)
-        history = []
-        for step in range(COMPARED_STEPS):
-            optimizer.zero_grad()
-            if step in (3, 5):
-                model[2].requires_grad_(step == 5)  # a layer frozen for two steps
-            if step != 2:  # one step without gradients must be a no-op
-                model(x).sum().backward()
-            optimizer.step()
-            history.append([(p.detach().clone(), deepcopy(optimizer.state[p])) for p in model.parameters()])
-        return history
+        optimchecks.derived_matches_forloop(self, device, dtype, optim_info, "foreach")
 
 
 instantiate_cpu_tests(TestOptimRenewed, globals(), OPTIMIZERS)
