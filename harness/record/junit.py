@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 import shlex
 from itertools import accumulate, chain, compress
-from operator import itemgetter
+from operator import methodcaller
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -175,27 +175,25 @@ def _plain_batches(path: Path) -> list[Batch] | None:
 
     The plain shape: UTF-8, at most PLAIN_BYTES, no markup declaration, comment, CDATA section or
     processing instruction (`<!`, `<?` beyond the XML declaration). In such a file a regular
-    expression finds self-closing <testcase> elements exactly (`_Layout`: a tag whose every
-    character is checked to be what XML allows there). Runs of them are taken out as columns,
-    each left as a processing instruction that stands in its place, and the rest of the file goes
-    through the streaming reader's handlers: expat checks that it is well-formed (no DTD: no entity
-    can be declared, none expanded) and rooted in <testsuites> or <testsuite>, and a stand-in
-    outside the root or inside another test is refused, so the whole file is well-formed exactly
-    when the rest is. Whatever the plain path does not read as the streaming reader would (a
-    rerun written twice in a suite, anything malformed) goes to the streaming reader."""
+    expression finds plain tests exactly (`_Layout`: elements whose every character is checked to
+    be what XML allows there). Runs of them are taken out as columns, each left as a processing
+    instruction that stands in its place, and the rest of the file goes through the streaming
+    reader's handlers: expat checks that it is well-formed (no DTD: no entity can be declared,
+    none expanded) and rooted in <testsuites> or <testsuite>, and a stand-in outside the root or
+    inside another test is refused, so the whole file is well-formed exactly when the rest is.
+    Whatever the plain path does not read as the streaming reader would (a test written twice in
+    the file, anything malformed) goes to the streaming reader, which also gives any error."""
     if path.stat().st_size > PLAIN_BYTES:
         return None
     text = _plain_text(path.read_bytes())
     layout = _Layout.of(text) if text is not None else None
     if layout is None:
         return None
-    counts: list[int] = []
-    reduced = layout.runs.sub(lambda run: _stand_in(run.group(), counts), text)  # type: ignore[arg-type]
-    cases = layout.case.findall(text)  # type: ignore[arg-type]
-    if reduced.rstrip().endswith("?>") or sum(counts) != len(cases):
-        return None  # a run after the root element (expat would take a stand-in there), or a miscount
+    runs, reduced = layout.split(text)  # type: ignore[arg-type]
+    if reduced.rstrip().endswith("?>"):
+        return None  # a run after the root element (expat would take a stand-in there)
     try:
-        return _Reader(path, _Runs(layout.columns(cases), counts)).read_whole(reduced)
+        return _Reader(path, runs).read_whole(reduced)
     except (_NotPlain, ExpatError, HarnessError, ValueError):
         return None
 
@@ -217,13 +215,6 @@ def _plain_text(data: bytes) -> str | None:
         return None
 
 
-def _stand_in(run: str, counts: list[int]) -> str:
-    """A run of self-closing test elements, set aside: the processing instruction that stands in its
-    place numbers it, and keeps the run's line breaks (line numbers stay the file's)."""
-    counts.append(run.count("<testcase"))
-    return f"<?{_BLOCK} {len(counts) - 1}?>" + "\n" * run.count("\n")
-
-
 @dataclass(frozen=True)
 class _Runs:
     """A plain file's self-closing tests, a column per attribute in the file's order, and how many
@@ -241,10 +232,10 @@ class _NotPlain(Exception):
     """The plain path cannot read this file as the streaming reader would: it reads it instead."""
 
 
-def _case_pattern(names: tuple[str, ...], capture: bool) -> str:
+def _case_pattern(names: tuple[str, ...]) -> str:
     """A plain test with attributes `names`: self-closing, or holding captured output and at most
-    one skip as pytest writes it (kind, message, text: _SKIP_COLUMNS); `capture`: each value a group."""
-    group = "(" if capture else "(?:"
+    one skip as pytest writes it (kind, message, text: _SKIP_COLUMNS); each value is a group."""
+    group = "("
     attributes = "".join(f'{_SPACE}+{re.escape(name)}="{group}{_NAME_VALUE if name == "name" else _VALUE})"'
                          for name in names)
     skipped = (f'{group}<skipped)(?:{_SPACE}+type="{group}{_VALUE})")?(?:{_SPACE}+message="{group}{_VALUE})")?'
@@ -261,7 +252,6 @@ class _Layout:
 
     names: tuple[str, ...]
     case: re.Pattern[str]
-    runs: re.Pattern[str]
 
     @classmethod
     def of(cls, text: str) -> _Layout | None:
@@ -271,13 +261,25 @@ class _Layout:
         names = tuple(_ATTRIBUTE_NAME.findall(first.group(1)))
         if "name" not in names or len(set(names)) < len(names):
             return None
-        plain = _case_pattern(names, capture=False)  # a run is only scanned
-        # (a run begins with the literal tag, so the expression engine looks for that string alone)
-        return cls(names, re.compile(_case_pattern(names, capture=True)), re.compile(f"{plain}(?:{_SPACE}*{plain})*"))
+        return cls(names, re.compile(_case_pattern(names)))
 
-    def columns(self, cases: list[tuple[str, ...]]) -> dict[str, list[str]]:
-        """The tests' values by attribute name, and their skips' (_SKIP_COLUMNS), a column each."""
-        return {name: list(map(itemgetter(index), cases)) for index, name in enumerate(self.names + _SKIP_COLUMNS)}
+    def split(self, text: str) -> tuple[_Runs, str]:
+        """The file's plain tests as columns, in one pass of the expression (`re.split` hands over
+        each test's groups between the texts around it), grouped in runs (tests with only white
+        space between them), and the text with each run replaced by its stand-in: a processing
+        instruction that numbers it."""
+        parts = self.case.split(text)
+        step = len(self.names) + len(_SKIP_COLUMNS) + 1
+        gaps = parts[::step]  # the texts around the tests: one more than the tests
+        columns = {name: parts[index::step] for index, name in enumerate(self.names + _SKIP_COLUMNS, start=1)}
+        tests = len(gaps) - 1
+        # a run starts at the first test, and at each test after text that is not white space
+        starts = [0, *compress(range(1, tests), map(bool, map(methodcaller("strip", " \t\r\n"), gaps[1:-1])))]
+        if not tests:
+            return _Runs(columns, []), text
+        stand_ins = [f"<?{_BLOCK} {number}?>" for number in range(len(starts))]
+        reduced = "".join(chain.from_iterable(zip(map(gaps.__getitem__, starts), stand_ins))) + gaps[-1]
+        return _Runs(columns, [end - start for start, end in zip(starts, [*starts[1:], tests])]), reduced
 
 
 class _Case:
@@ -512,13 +514,13 @@ class _Reader:
             durations = list(map(float, times)) if times is not None else [0.0] * len(names)
         except ValueError:
             durations = [_seconds(time) for time in times]  # type: ignore[union-attr]
-        skipped = columns[_SKIP_COLUMNS[0]]
+        skipped = columns[_SKIP_COLUMNS[0]]  # a skip's groups are None where a test has none
         if not any(skipped):
             return Passes(classnames, names, list(map("::".join, zip(classnames, names))), modules, durations,
                           places), [], []
         passed = [not skip for skip in skipped]
         plain = [list(compress(column, passed)) for column in (classnames, names, modules, durations, places)]
-        skips = [(classname, name, _outcome("skipped", kind), module, duration, message, text, "", "", ())
+        skips = [(classname, name, _outcome("skipped", kind or ""), module, duration, message or "", text or "", "", "", ())
                  for skip, classname, name, module, duration, kind, message, text in zip(
                      skipped, classnames, names, modules, durations, *(columns[key] for key in _SKIP_COLUMNS[1:]))
                  if skip]
