@@ -20,12 +20,13 @@ would is read by them (tests/unit/test_junit_plain.py holds the two to the same 
 
 from __future__ import annotations
 
+import io
 import re
 import shlex
-from itertools import accumulate, chain, compress, islice
-from operator import methodcaller
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from itertools import accumulate, chain, compress, islice
+from operator import methodcaller
 from pathlib import Path
 from typing import BinaryIO
 from pyexpat import ExpatError, ParserCreate
@@ -158,20 +159,20 @@ def iter_fields(path: Path) -> Iterator[Batch]:
     """The tests of `read_results` in batches (the suites settled after each chunk read): Fields, and
     the plain passes of a file of the plain shape (`_plain_batches`) as columns."""
     try:
-        plain = _plain_batches(path)
+        data = path.read_bytes() if path.stat().st_size <= PLAIN_BYTES else None
+        plain = _plain_batches(path, data) if data is not None else None
         if plain is not None:
             yield from plain
             return
-        reader = _Reader(path)
-        with open(path, "rb") as handle:
-            yield from reader.read(handle)
+        with io.BytesIO(data) if data is not None else open(path, "rb") as handle:  # read once, whichever way
+            yield from _Reader(path).read(handle)
     except (ExpatError, DefusedXmlException, OSError, UnicodeError, ValueError) as error:
         reason = " ".join(str(error).split()) or type(error).__name__
         raise HarnessError(f"{path}: not readable as JUnit XML: {type(error).__name__}: {reason}") from None
 
 
-def _plain_batches(path: Path) -> list[Batch] | None:
-    """A whole file's batches read the fast way, or None when the file is not of the plain shape
+def _plain_batches(path: Path, data: bytes) -> list[Batch] | None:
+    """A whole file's batches (its bytes: `data`) read the fast way, or None when the file is not of the plain shape
     (then the streaming reader reads it, and says what is wrong with it if anything is).
 
     The plain shape: UTF-8, at most PLAIN_BYTES, no markup declaration, comment, CDATA section or
@@ -184,9 +185,7 @@ def _plain_batches(path: Path) -> list[Batch] | None:
     inside another test is refused, so the whole file is well-formed exactly when the rest is.
     Whatever the plain path does not read as the streaming reader would (a test written twice in
     the file, anything malformed) goes to the streaming reader, which also gives any error."""
-    if path.stat().st_size > PLAIN_BYTES:
-        return None
-    text = _plain_text(path.read_bytes())
+    text = _plain_text(data)
     layout = _Layout.of(text) if text is not None else None
     if layout is None:
         return None
@@ -218,8 +217,8 @@ def _plain_text(data: bytes) -> str | None:
 
 @dataclass(frozen=True)
 class _Runs:
-    """A plain file's self-closing tests, a column per attribute in the file's order, and how many
-    each run of them holds (the stand-ins' numbers index `starts` and `counts`)."""
+    """A plain file's plain tests, a column per attribute and skip group in the file's order, and how
+    many each run of them holds (the stand-ins' numbers index `starts` and `counts`)."""
 
     columns: dict[str, list[str]]
     counts: list[int]
@@ -236,11 +235,10 @@ class _NotPlain(Exception):
 def _case_pattern(names: tuple[str, ...]) -> str:
     """A plain test with attributes `names`: self-closing, or holding captured output and at most
     one skip as pytest writes it (kind, message, text: _SKIP_COLUMNS); each value is a group."""
-    group = "("
-    attributes = "".join(f'{_SPACE}+{re.escape(name)}="{group}{_NAME_VALUE if name == "name" else _VALUE})"'
+    attributes = "".join(f'{_SPACE}+{re.escape(name)}="({_NAME_VALUE if name == "name" else _VALUE})"'
                          for name in names)
-    skipped = (f'{group}<skipped)(?:{_SPACE}+type="{group}{_VALUE})")?(?:{_SPACE}+message="{group}{_VALUE})")?'
-               f"{_SPACE}*(?:/>|>{group}{_TEXT})</skipped>)")
+    skipped = (f'(<skipped)(?:{_SPACE}+type="({_VALUE})")?(?:{_SPACE}+message="({_VALUE})")?'
+               f"{_SPACE}*(?:/>|>({_TEXT})</skipped>)")
     return f"<testcase{attributes}{_SPACE}*(?:/>|>{_OUTPUTS}(?:{skipped}{_OUTPUTS})?</testcase>)"
 
 
@@ -248,8 +246,8 @@ def _case_pattern(names: tuple[str, ...]) -> str:
 class _Layout:
     """The attributes, in order, of a file's first <testcase> with a name: the regular expression of
     a plain test, an element with exactly these attributes, double-quoted, values with no reference
-    or white space to normalize, and nothing inside but captured output (`_CASE_END`). Other test
-    elements stay for the streaming reader."""
+    or white space to normalize, and nothing inside but captured output and a skip (`_case_pattern`).
+    Other test elements stay for the streaming reader."""
 
     names: tuple[str, ...]
     case: re.Pattern[str]
@@ -519,18 +517,17 @@ class _Reader:
             durations = list(map(float, times)) if times is not None else [0.0] * len(names)
         except ValueError:
             durations = [_seconds(time) for time in times]  # type: ignore[union-attr]
+        joined = list(map("::".join, zip(classnames, names)))
         skipped = columns[_SKIP_COLUMNS[0]]  # a skip's groups are None where a test has none
         if not any(skipped):
-            return Passes(classnames, names, list(map("::".join, zip(classnames, names))), modules, durations,
-                          places), [], []
+            return Passes(classnames, names, joined, modules, durations, places), [], []
         passed = [not skip for skip in skipped]
-        plain = [list(compress(column, passed)) for column in (classnames, names, modules, durations, places)]
+        plain = [list(compress(column, passed)) for column in (classnames, names, joined, modules, durations, places)]
         skips = [(classname, name, _outcome("skipped", kind or ""), module, duration, message or "", text or "", "", "", ())
                  for skip, classname, name, module, duration, kind, message, text in zip(
                      skipped, classnames, names, modules, durations, *(columns[key] for key in _SKIP_COLUMNS[1:]))
                  if skip]
-        return (Passes(plain[0], plain[1], list(map("::".join, zip(plain[0], plain[1]))), *plain[2:]), skips,
-                list(compress(places, skipped)))
+        return Passes(*plain), skips, list(compress(places, skipped))
 
     def _in_order(self, runs: list[int]) -> dict[str, Sequence[str]]:
         """The columns of the runs, in the order given (the file's, unless some are outside any suite)."""
