@@ -16,8 +16,10 @@ pass every 500 tests). Then, in rounds, each phase in a fresh process, in rotati
 - re-diff (run directories only): the same, once both runs are in the results database
   (`db ingest` of each side, timed once).
 Prints the median of each phase, the median of the per-round ratios diff/bare (target <= 1.2),
-the re-diff time (target < 3 s) and peak RSS (target <= 300 MiB; the diff's worker process,
-which streams one side, is reported beside the main one), and checks the diff's outcomes
+the re-diff time (target < 3 s) and peak memory (target <= 300 MB): each process's peak RSS (the
+diff's worker process, which streams one side, beside the main one; RSS counts the pages they
+share in both) and the peak of their proportional set sizes summed, sampled, which is the
+diff's real footprint; and checks the diff's outcomes
 (every category, count and module row of its JSON report) against the expectation committed
 below for the default size: the harness and pytest styles' digests were taken from the diff as it
 was before the fast reader, the pytorch style's (whose reruns the diff did not read before) from
@@ -31,6 +33,7 @@ import hashlib
 import json
 import multiprocessing
 import os
+import re
 import resource
 import shlex
 import statistics
@@ -39,6 +42,7 @@ import tempfile
 import time
 import xml.etree.ElementTree as ElementTree
 from pathlib import Path
+from queue import Empty
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -59,6 +63,7 @@ PREFIX = (f"cd /work/pytorch/test && env -u CI {Env.JIT}=on {Env.THRESHOLD}=1000
           "/opt/python3.14/bin/python3.14 -bb -X faulthandler -m pytest -p harness.run.plugin")
 TEMPLATE_MODULE = "test_bench_template"
 SIDES = {"baseline": ("stock", None), "candidate": ("cinderx-jit", 1000)}
+SAMPLE = 0.05  # seconds between samples of the diff's memory, in a run of its own after the timed rounds
 SHARDS = 5  # report artifacts a side of the pytorch style is split into
 # sha256 of `outcomes()` for the default --files and --cases, per style (pytorch: 500 regressions, 1,000 flaky).
 EXPECTED = {"harness": "4c2173c00f2bb4b30e5cde723b7621bb579bc2d7f86bc041e98d7a119b66b0ed",
@@ -200,16 +205,45 @@ def measure(phase: str, root: str, database: str, queue: multiprocessing.Queue) 
     queue.put((seconds, *(a.ru_maxrss / 1024 for a in after), size, cpu))
 
 
-def in_fresh_process(phase: str, root: Path, database: Path) -> tuple[float, float, float, int, float]:
+def in_fresh_process(phase: str, root: Path, database: Path,
+                     sample: float | None = None) -> tuple[float, float, float, int, float, float]:
     """(seconds, peak RSS of the process, peak RSS of its largest child, output size, CPU seconds of
-    the process and its children)."""
+    the process and its children, peak memory of the process and its children together in MiB).
+    The last is the honest total: RSS counts a page a forked worker shares with its parent in both,
+    so it is their proportional set size (each shared page split among its sharers), summed over the
+    process tree every `sample` seconds; not in timed rounds (reading /proc takes the CPU the diff's
+    two processes use), so 0 without `sample`."""
     context = multiprocessing.get_context("spawn")
     queue = context.Queue()
     process = context.Process(target=measure, args=(phase, str(root), str(database), queue))
     process.start()
-    result = queue.get()
+    peak = 0
+    while sample is not None:
+        peak = max(peak, tree_pss(process.pid))
+        try:
+            result = queue.get(timeout=sample)
+            break
+        except Empty:
+            continue
+    else:
+        result = queue.get()
     process.join()
-    return result
+    return (*result, peak / 1024)
+
+
+def tree_pss(pid: int) -> int:
+    """Proportional set size (KiB) of a process and its descendants, from /proc."""
+    total, pending = 0, [pid]
+    while pending:
+        current = pending.pop()
+        try:
+            rollup = Path(f"/proc/{current}/smaps_rollup").read_text()
+            total += int(re.search(r"^Pss:\s+(\d+) kB", rollup, re.MULTILINE).group(1))  # type: ignore[union-attr]
+            for task in Path(f"/proc/{current}/task").iterdir():
+                pending += map(int, (task / "children").read_text().split())
+        except (FileNotFoundError, ProcessLookupError, AttributeError):
+            continue  # it ended meanwhile
+    return total
 
 
 def main() -> None:
@@ -244,13 +278,14 @@ def main() -> None:
                 ingest(database, [run])
                 ingested[side] = time.perf_counter() - began
             phases["re-diff"] = ("diff", database)
-        seen: dict[str, list[tuple[float, float, float, int, float]]] = {name: [] for name in phases}
+        seen: dict[str, list[tuple[float, float, float, int, float, float]]] = {name: [] for name in phases}
         for number in range(args.rounds):
             names = list(phases)[number % len(phases):] + list(phases)[:number % len(phases)]
             for name in names:
                 seen[name].append(in_fresh_process(phases[name][0], root, phases[name][1]))
             print(f"round {number + 1}: " + ", ".join(f"{name} {seen[name][-1][0]:.2f} s" for name in phases),
                   flush=True)
+        footprint = in_fresh_process("diff", root, absent, SAMPLE)[5]
     ratios = [d[0] / b[0] for d, b in zip(seen["diff"], seen["bare"])]
     cpu_ratios = [d[4] / b[4] for d, b in zip(seen["diff"], seen["bare"])]
     median = {name: statistics.median(r[0] for r in rounds) for name, rounds in seen.items()}
@@ -260,6 +295,9 @@ def main() -> None:
           f"peak RSS {peak['bare'][0]:5.0f} MiB ({seen['bare'][0][3]:,} elements)")
     print(f"diff + JSON report (streams): {median['diff']:7.2f} s  CPU {cpu['diff']:6.2f} s  "
           f"peak RSS {peak['diff'][0]:5.0f} MiB (worker {peak['diff'][1]:.0f} MiB; {seen['diff'][0][3]:,} bytes of JSON)")
+    print(f"peak memory of the diff, its processes together (proportional set size, sampled every {SAMPLE} s, "
+          "an untimed run): "
+          f"{footprint:.0f} MiB (target <= 300 MB: {300e6 / 2**20:.0f} MiB)")
     if ingested:
         print(f"db ingest of both runs:       {sum(ingested.values()):7.2f} s  (once: "
               f"{', '.join(f'{side} {seconds:.2f} s' for side, seconds in ingested.items())})")

@@ -3,8 +3,9 @@
 A side that the results database holds as it is on disk (one run directory, ingested when it ended
 or by `db ingest`) is read there. Any other side (a folder of JUnit XML, shards, results in memory)
 is streamed into a scratch database first (harness/record/stream.py), both sides at once, in two
-processes, when they are large; when both are, their plain passes (passed, no message, node id,
-replay or attempts) are no rows but lists of keys by module, compared a module at a time. SQLite
+processes, when they are large; when both are, their plain tests (passed, or skipped as pytest
+writes a skip; no node id, replay or attempts) are no rows but lists of keys by module, compared a
+module at a time. SQLite
 then hands over the tests that can matter, and each side's per-module counts: a test that ended
 alike on both sides, not in a failure, with no reruns (passed, skipped, an expected failure) falls
 in no category of the diff, so it is counted but never reaches Python as a result. Memory holds what the comparison finds (and one module's keys).
@@ -29,7 +30,7 @@ from harness.record.ingest import stored_run
 from harness.record.model import StoredResult, TestResult
 from harness.compare.sides import Side
 from harness.record.junit import JUnitFiles
-from harness.record.stream import COLUMNS, Streamed, passes, stored, stream
+from harness.record.stream import COLUMNS, Held, Streamed, held, stored, stream
 
 PARALLEL_BYTES = 32 << 20  # XML worth a process of its own: starting one costs a fraction of a second
 SCRATCH_RUN = 0  # the run number of a side streamed into a scratch database
@@ -77,12 +78,12 @@ class Pairs:
         return before, after
 
     def _walk(self) -> Iterator[Pair]:
-        """Rows of the baseline with their candidate row or plain pass; candidate rows with no
-        baseline row, with their baseline plain pass if any; then the plain passes of one side that
-        the other side lacks."""
+        """Rows of the baseline with their candidate row or held plain test; candidate rows with no
+        baseline row, with their baseline plain test if any; then the plain tests held on both sides
+        that ended differently, and those of one side that the other side lacks."""
         b, c = self.schemas[self.before.path], self.schemas[self.after.path]
-        plain = _plain_differences(passes(self.connection, b), passes(self.connection, c))
-        old_passes, new_passes = plain.before, plain.after
+        plain = _plain_differences(held(self.connection, b), held(self.connection, c))
+        old_held, new_held = plain.before, plain.after
         # candidate rows that no baseline row matches, ...
         unmatched = (self._total(self.after) - plain.held[1]) - (self._total(self.before) - plain.held[0])
         columns = ", ".join([*(f"x.{name}" for name in COLUMNS), "px.prefix",
@@ -100,11 +101,9 @@ class Pairs:
                 yield old.test, old, stored(row[width:-1], row[-1])
                 continue
             unmatched += 1  # ... once every baseline row that matches none is added
-            module = new_passes.pop(old.test, None)
-            if module is None:
-                yield old.test, old, None
-            elif old.outcome != Outcome.PASSED or old.attempts:
-                yield old.test, old, _passed(old.test, module)
+            new = new_held.pop(old.test, None)
+            if new is None or old.outcome != new.outcome or old.attempts:
+                yield old.test, old, new
         if unmatched > 0:
             for row in self.connection.execute(
                     f"SELECT {', '.join(f'y.{name}' for name in COLUMNS)}, py.prefix FROM {c}.results AS y "
@@ -113,15 +112,14 @@ class Pairs:
                     f"(SELECT 1 FROM {b}.results AS x WHERE x.run = :before AND x.test = y.test)",
                     {"before": self.before.run, "after": self.after.run}):
                 new = stored(row[:-1], row[-1])
-                module = old_passes.pop(new.test, None)
-                if module is None:
-                    yield new.test, None, new
-                elif new.outcome != Outcome.PASSED or new.attempts:
-                    yield new.test, _passed(new.test, module), new
-        for test, module in old_passes.items():
-            yield test, _passed(test, module), None
-        for test, module in new_passes.items():
-            yield test, None, _passed(test, module)
+                old = old_held.pop(new.test, None)
+                if old is None or old.outcome != new.outcome or new.attempts:
+                    yield new.test, old, new
+        yield from plain.changed
+        for test, old in old_held.items():
+            yield test, old, None
+        for test, new in new_held.items():
+            yield test, None, new
 
     def replay_prefix(self, source: Source, module: str) -> str:
         """The replay command of a module's tests without a node id (what its first test that has a
@@ -137,44 +135,69 @@ class Pairs:
 
 @dataclass(frozen=True)
 class PlainDifferences:
-    """The plain passes held aside (harness/record/stream.py) of each side that are no plain pass
-    of the other side, by key: their module; and how many each side held."""
+    """The plain tests held aside (harness/record/stream.py): those of each side that the other side
+    holds in no plain result, by key; those both sides hold that ended differently; and how many
+    each side held."""
 
-    before: dict[str, str]
-    after: dict[str, str]
+    before: dict[str, StoredResult]
+    after: dict[str, StoredResult]
+    changed: list[Pair]
     held: tuple[int, int]
 
 
-def _plain_differences(before: Iterator[tuple[str, set[str]]],
-                       after: Iterator[tuple[str, set[str]]]) -> PlainDifferences:
-    """Both sides' plain passes, read a module at a time in the order of module names; a test whose
+def _plain_differences(before: Iterator[Held], after: Iterator[Held]) -> PlainDifferences:
+    """Both sides' plain tests, read a module at a time in the order of module names; a test whose
     module is another on the other side is matched at the end. Memory holds the differences."""
-    only_before: dict[str, str] = {}
-    only_after: dict[str, str] = {}
-    held_before = held_after = 0
-    for module, old, new in _aligned(before, after):
-        only_before.update(dict.fromkeys(old - new, module))
-        only_after.update(dict.fromkeys(new - old, module))
-        held_before += len(old)
-        held_after += len(new)
+    only_before: dict[str, StoredResult] = {}
+    only_after: dict[str, StoredResult] = {}
+    changed: list[Pair] = []
+    counted = [0, 0]
+    for old, new in _aligned(before, after):
+        counted[0] += len(old)
+        counted[1] += len(new)
+        module = old.module
+        old_passes, new_passes = old.passes - new.passes, new.passes - old.passes
+        for test, result in old.others.items():
+            was = _other(test, module, result)
+            if test in new.others:
+                if new.others[test][0] != was.outcome:
+                    changed.append((test, was, _other(test, module, new.others[test])))
+            elif test in new_passes:
+                new_passes.discard(test)
+                changed.append((test, was, _passed(test, module)))
+            else:
+                only_before[test] = was
+        for test, result in new.others.items():
+            if test in old.others:
+                continue
+            now = _other(test, module, result)
+            if test in old_passes:
+                old_passes.discard(test)
+                changed.append((test, _passed(test, module), now))
+            else:
+                only_after[test] = now
+        only_before.update((test, _passed(test, module)) for test in old_passes)
+        only_after.update((test, _passed(test, module)) for test in new_passes)
     for test in only_before.keys() & only_after.keys():
-        del only_before[test], only_after[test]
-    return PlainDifferences(only_before, only_after, (held_before, held_after))
+        was, now = only_before.pop(test), only_after.pop(test)
+        if was.outcome != now.outcome:
+            changed.append((test, was, now))
+    return PlainDifferences(only_before, only_after, changed, (counted[0], counted[1]))
 
 
-def _aligned(before: Iterator[tuple[str, set[str]]],
-             after: Iterator[tuple[str, set[str]]]) -> Iterator[tuple[str, set[str], set[str]]]:
-    """Two module-ordered streams of (module, keys) as (module, keys before, keys after)."""
+def _aligned(before: Iterator[Held], after: Iterator[Held]) -> Iterator[tuple[Held, Held]]:
+    """Two module-ordered streams of held tests as pairs for the same module (empty where a side
+    has none)."""
     old, new = next(before, None), next(after, None)
     while old is not None or new is not None:
-        if new is None or (old is not None and old[0] < new[0]):
-            yield old[0], old[1], set()
+        if new is None or (old is not None and old.module < new.module):
+            yield old, Held(old.module, set(), {})  # type: ignore[union-attr]
             old = next(before, None)
-        elif old is None or new[0] < old[0]:
-            yield new[0], set(), new[1]
+        elif old is None or new.module < old.module:
+            yield Held(new.module, set(), {}), new
             new = next(after, None)
         else:
-            yield old[0], old[1], new[1]
+            yield old, new
             old, new = next(before, None), next(after, None)
 
 
@@ -236,3 +259,8 @@ def write_scratch(path: Path, results: Iterable[TestResult], aside: bool) -> Str
 def _passed(test: str, module: str) -> StoredResult:
     """A plain pass that a scratch side held aside (harness/record/stream.py), as its row would read."""
     return StoredResult(test, module, Outcome.PASSED.value)
+
+
+def _other(test: str, module: str, held: tuple[str, str]) -> StoredResult:
+    """A plain skip (or expected failure) that a scratch side held aside, by its outcome and message."""
+    return StoredResult(test, module, held[0], message=held[1])

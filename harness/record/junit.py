@@ -13,7 +13,7 @@ Every unreadable file ends in one HarnessError naming the file.
 
 Most of a plain pytest report is self-closing <testcase> elements, for which even two Python calls
 each cost more than expat's parse: a file of that shape (`_plain_batches`) has them found by regular
-expressions and handed over as columns (model.Passes), and only the rest of the file goes through
+expressions and handed over as columns (model.Plain), and only the rest of the file goes through
 the handlers, which also check it. Any file the plain path cannot read exactly as the handlers
 would is read by them (tests/unit/test_junit_plain.py holds the two to the same results).
 """
@@ -36,7 +36,7 @@ from junitparser import Error, Failure, JUnitXml, Properties, Property, Skipped,
 
 from harness.errors import HarnessError
 from harness.protocol import Outcome
-from harness.record.model import Batch, Fields, Passes, PlainFile, StoredResult, TestResult, batch_fields
+from harness.record.model import Batch, Fields, Plain, PlainFile, StoredResult, TestResult, batch_fields
 
 _RESULT_ELEMENT = {Outcome.FAILED: Failure, Outcome.ERROR: Error, Outcome.CRASHED: Error, Outcome.TIMEOUT: Error,
                    Outcome.SKIPPED: Skipped, Outcome.XFAILED: Skipped}
@@ -74,6 +74,7 @@ _ATTRIBUTE_NAME = re.compile(f'{_SPACE}+({_ATTRIBUTE})="[^"]*"')
 _DECLARATION = re.compile(rb"""<\?xml[ \t\r\n]+version[ \t\r\n]*=[ \t\r\n]*["'][^"']*["']"""
                           rb"""(?:[ \t\r\n]+encoding[ \t\r\n]*=[ \t\r\n]*["']([A-Za-z][\w.-]*)["'])?[^?<>]*\?>""")
 _BLOCK = "harness-plain"  # the processing instruction that stands in for a run of plain tests
+_NO_TESTS = Plain((), (), (), (), (), ())
 
 
 def build_suite(suite_name: str, results: Iterable[TestResult], properties: dict[str, str],
@@ -381,13 +382,10 @@ class _Reader:
                 place += 1
         if not place:
             return []
-        passes, skips, skip_places = self._simple(runs, list(chain.from_iterable(passes_places)))
-        fields += skips
-        places += skip_places
-        joined = set(passes.joined)
-        if len(joined) < len(passes) or len({*joined, *(f"{f[0]}::{f[1]}" for f in fields)}) < place:
+        passes, skips = self._simple(runs, list(chain.from_iterable(passes_places)))
+        if len({*passes.joined, *skips.joined, *(f"{f[0]}::{f[1]}" for f in fields)}) < place:
             raise _NotPlain  # a test written twice in the file: the streaming reader folds it
-        return [PlainFile(passes, fields, places)]
+        return [PlainFile(passes, skips, fields, places)]
 
     def _taken(self) -> list[Fields]:
         settled, self.settled = self.settled, []
@@ -495,10 +493,10 @@ class _Reader:
             return (classname, attributes["name"], _PASSED, module, _seconds(attributes.get("time")), "", "", "", "", ())
         return _fields(case, classname, module, properties)
 
-    def _simple(self, runs: list[int], places: list[int]) -> tuple[Passes, list[Fields], list[int]]:
-        """The tests of the runs, in the order given, at `places`: the plain passes as columns, the
-        skips as Fields with their places; modules and seconds found as `_case_fields` finds a
-        case's, but asked once per distinct value."""
+    def _simple(self, runs: list[int], places: list[int]) -> tuple[Plain, Plain]:
+        """The tests of the runs, in the order given, at `places`: the plain passes and the plain
+        skips, as columns; modules, seconds and outcomes found as `_case_fields` finds a case's, but
+        asked once per distinct value."""
         columns = self._in_order(runs)
         names = columns["name"]
         classnames = columns.get("classname") or ("",) * len(names)
@@ -520,14 +518,14 @@ class _Reader:
         joined = list(map("::".join, zip(classnames, names)))
         skipped = columns[_SKIP_COLUMNS[0]]  # a skip's groups are None where a test has none
         if not any(skipped):
-            return Passes(classnames, names, joined, modules, durations, places), [], []
+            return Plain(classnames, names, joined, modules, durations, places), _NO_TESTS
         passed = [not skip for skip in skipped]
-        plain = [list(compress(column, passed)) for column in (classnames, names, joined, modules, durations, places)]
-        skips = [(classname, name, _outcome("skipped", kind or ""), module, duration, message or "", text or "", "", "", ())
-                 for skip, classname, name, module, duration, kind, message, text in zip(
-                     skipped, classnames, names, modules, durations, *(columns[key] for key in _SKIP_COLUMNS[1:]))
-                 if skip]
-        return Passes(*plain), skips, list(compress(places, skipped))
+        every = (classnames, names, joined, modules, durations, places)
+        kinds = list(compress(columns[_SKIP_COLUMNS[1]], skipped))
+        outcomes = {kind: str(_outcome("skipped", kind or "")) for kind in set(kinds)}  # a plain str binds fastest
+        return (Plain(*(list(compress(column, passed)) for column in every)),
+                Plain(*(list(compress(column, skipped)) for column in every), list(map(outcomes.__getitem__, kinds)),
+                      *([value or "" for value in compress(columns[key], skipped)] for key in _SKIP_COLUMNS[2:])))
 
     def _in_order(self, runs: list[int]) -> dict[str, Sequence[str]]:
         """The columns of the runs, in the order given (the file's, unless some are outside any suite)."""

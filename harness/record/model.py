@@ -58,12 +58,13 @@ def fields_of(result: TestResult) -> Fields:
 
 
 @dataclass(frozen=True)
-class Passes:
-    """Plain passes (nothing but a name, a class, a module and a time) as columns: how the JUnit
-    reader hands over the bulk of a plain pytest report, so no per-test Python object is made
-    between the XML and SQLite. Each column holds one entry per test; `joined` is each test's
-    `classname::name` (its identity key unless the name holds per-process noise), `places` its
-    place in its file (0 for the file's first test)."""
+class Plain:
+    """Plain tests as columns: how the JUnit reader hands over the bulk of a plain pytest report, so
+    no per-test Python object is made between the XML and SQLite. A plain pass is nothing but a name,
+    a class, a module and a time; a plain skip (pytest's `<skipped>` and nothing else) adds its
+    outcome (skipped, or xfailed), its message and its text. Each column holds one entry per test; `joined`
+    is each test's `classname::name` (its identity key unless the name holds per-process noise),
+    `places` its place in its file (0 for the file's first test)."""
 
     classnames: Sequence[str]
     names: Sequence[str]
@@ -71,32 +72,41 @@ class Passes:
     modules: Sequence[str]
     durations: Sequence[float]
     places: Sequence[int]
+    outcomes: Sequence[str] | None = None  # None: every test passed, with no message
+    messages: Sequence[str] | None = None  # with `outcomes`: each test's message ("" for none)
+    texts: Sequence[str] | None = None  # with `outcomes`: each test's text ("" for none)
 
     def __len__(self) -> int:
         return len(self.names)
 
     def fields(self) -> list[Fields]:
         """The same tests as Fields, for a reader that wants them one at a time."""
-        return [(classname, name, _PASSED, module, duration, "", "", "", "", ())
-                for classname, name, module, duration in zip(self.classnames, self.names, self.modules, self.durations)]
+        count = len(self.names)
+        outcomes = self.outcomes if self.outcomes is not None else (_PASSED,) * count
+        messages = self.messages if self.messages is not None else ("",) * count
+        texts = self.texts if self.texts is not None else ("",) * count
+        return [(classname, name, outcome, module, duration, message, text, "", "", ())
+                for classname, name, outcome, module, duration, message, text in zip(
+                    self.classnames, self.names, outcomes, self.modules, self.durations, messages, texts)]
 
 
 @dataclass(frozen=True)
 class PlainFile:
-    """A file read on the JUnit reader's plain path: its plain passes, and its other tests, each
-    with its place in the file, so they can be written in bulk."""
+    """A file read on the JUnit reader's plain path: its plain passes and plain skips, and its other
+    tests, each with its place in the file, so they can be written in bulk."""
 
-    passes: Passes
+    passes: Plain
+    skips: Plain
     fields: list[Fields]
     places: list[int]  # of each of `fields`
 
     def __len__(self) -> int:
-        return len(self.passes) + len(self.fields)
+        return len(self.passes) + len(self.skips) + len(self.fields)
 
     def in_order(self) -> list[Fields]:
         """Every test as Fields, in the file's order."""
-        placed = sorted([*zip(self.passes.places, self.passes.fields()), *zip(self.places, self.fields)],
-                        key=lambda item: item[0])
+        placed = sorted([*zip(self.passes.places, self.passes.fields()), *zip(self.skips.places, self.skips.fields()),
+                         *zip(self.places, self.fields)], key=lambda item: item[0])
         return [fields for _, fields in placed]
 
 

@@ -12,6 +12,7 @@ import pytest
 from harness.errors import HarnessError
 from harness.record import junit
 from harness.record.junit import iter_fields, read_results
+from harness.record.database import opened
 from harness.record.model import PlainFile
 
 pytestmark = pytest.mark.unit
@@ -147,6 +148,52 @@ def test_a_diff_is_the_same_with_and_without_the_plain_path_and_held_passes(tmp_
     assert held == verdict(held=(stream, "HELD", 3)) == verdict(streaming=(junit, "PLAIN_BYTES", -1))
 
 
+def _skips(names, kind="pytest.skip", message="no GPU", classname="m.T") -> str:
+    return "".join(f'<testcase classname="{classname}" name="{name}" time="0.1"><skipped type="{kind}" '
+                   f'message="{message}">m.py:3: {message}</skipped></testcase>' for name in names)
+
+
+def test_a_diff_of_skips_is_the_same_whether_they_are_held_aside_or_rows(tmp_path, monkeypatch):
+    """Plain skips and expected failures (PyTorch CI's reports hold one in ten) are held aside like
+    plain passes when both sides are streamed: every way a skip can meet a pass, a failure, another
+    skip or nothing on the other side gives the verdict it gives when they are rows, or read by the
+    streaming reader alone."""
+    from harness.compare.diff import compare
+    from harness.compare.sides import load_side
+    from harness.record import stream
+
+    failed = '<testcase classname="m.T" name="{}" time="1"><failure message="boom">x</failure></testcase>'
+    baseline = _folder(tmp_path / "baseline", {
+        "a.xml": _skips(["same", "unskipped", "gone", "to_failure", "reworded", "twice"]) + _cases(["skipped_now"])
+                 + _skips(["xfail", "xfail_passes", "xfail_skips"], "pytest.xfail", "known") + failed.format("from_failure"),
+        "b.xml": _cases(["twice"])})
+    candidate = _folder(tmp_path / "candidate", {
+        "a.xml": _skips(["same", "from_failure", "new_skip"]) + _cases(["unskipped", "xfail_passes"])
+                 + _skips(["skipped_now"], message="not on CPU") + _skips(["reworded"], message="other words")
+                 + _skips(["xfail"], "pytest.xfail", "known") + _skips(["twice", "xfail_skips"]) + failed.format("to_failure")})
+
+    def verdict(**settings):
+        with monkeypatch.context() as patched:
+            for module, name, value in settings.values():
+                patched.setattr(module, name, value)
+            return compare(load_side(baseline), load_side(candidate))
+
+    held = verdict()
+    assert held == verdict(rows=(stream, "HELD", 0)) == verdict(streaming=(junit, "PLAIN_BYTES", -1))
+    assert [(c.test, c.baseline, c.candidate, c.detail) for c in held.skip_changes] == [
+        ("m.T::from_failure", "failed", "skipped", "no GPU"), ("m.T::skipped_now", "passed", "skipped", "not on CPU"),
+        ("m.T::to_failure", "skipped", "failed", "boom"), ("m.T::twice", "passed", "skipped", "no GPU"),
+        ("m.T::unskipped", "skipped", "passed", "no GPU"), ("m.T::xfail_skips", "xfailed", "skipped", "no GPU")]
+    assert (held.missing, held.new, held.regressions) == (("m.T::gone",), ("m.T::new_skip",), ())
+    assert [(row.module, row.baseline, row.candidate) for row in held.modules] == [
+        ("m", {"failed": 1, "passed": 2, "skipped": 5, "xfailed": 3}, {"failed": 1, "passed": 2, "skipped": 7, "xfailed": 1})]
+    with opened(tmp_path / "side.db", scratch=True) as connection:  # the skips were held, not rows
+        stream.stream(connection, 0, load_side(candidate).results, aside=True)
+        others = {test: result for module in stream.held(connection) for test, result in module.others.items()}
+        assert [test for (test,) in connection.execute("SELECT test FROM results")] == ["m.T::to_failure"]
+    assert others["m.T::reworded"] == ("skipped", "other words") and others["m.T::xfail"] == ("xfailed", "known")
+
+
 @pytest.mark.parametrize("source", ["JUnit files", "results"])
 def test_a_side_holds_at_most_HELD_tests_aside_and_writes_the_rest_as_rows(source, tmp_path, monkeypatch):
     """Past HELD tests kept in memory, a streamed side's plain passes are rows: the same tests and
@@ -168,7 +215,7 @@ def test_a_side_holds_at_most_HELD_tests_aside_and_writes_the_rest_as_rows(sourc
         monkeypatch.setattr(stream, "HELD", held)
         with opened(tmp_path / f"{held}.db", scratch=True) as connection:
             written = stream.stream(connection, 0, results, aside=True)
-            kept = sorted(test for _, tests in stream.passes(connection) for test in tests)
+            kept = sorted(test for module in stream.held(connection) for test in module.passes)
             rows = [test for (test,) in connection.execute("SELECT test FROM results ORDER BY seq")]
             counts = connection.execute("SELECT module, outcome, n FROM counts ORDER BY module, outcome").fetchall()
         return written.tests, kept, rows, counts

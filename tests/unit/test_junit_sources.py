@@ -15,7 +15,8 @@ from harness.record.ci_reports import Artifact, describe
 from harness.record.database import opened
 from harness.record.junit import JUnitFiles, read_results, write_suite
 from harness.record.model import TestResult
-from harness.record.stream import BATCH, COLUMNS, passes, stream
+from harness.record.stream import BATCH, COLUMNS, stream
+from harness.record.stream import held as held_aside
 from tests.conftest import FIXTURES
 
 pytestmark = pytest.mark.unit
@@ -179,6 +180,6 @@ def test_a_plain_pass_reported_twice_folds_alike_held_aside(apart, tmp_path):
                               connection.execute("SELECT * FROM counts ORDER BY module, outcome").fetchall()))
                 if aside:
                     assert connection.execute("SELECT count(*) FROM results").fetchone()[0] == 1
-                    held = {test for _, tests in passes(connection) for test in tests}
+                    held = {test for module in held_aside(connection) for test in module.passes}
                     assert held == {f"m.T::other{i}" for i in range(len(filler))}
         assert found[0] == found[1]
