@@ -11,6 +11,7 @@ reported as "known, now fixed" so the entry gets removed. The file (docs/interop
           reason: JIT-compiled functions bypass dynamo's frame evaluation
           link: https://github.com/facebookincubator/cinderx/issues/...   # optional
           thresholds: [1, 1000]              # optional: only at these JIT thresholds
+          message: "FallbackToEager: *"      # optional: only when the candidate's message holds this
 
 The shipped file is `harness/configure/data/known_regressions.yaml`; `--known-regressions FILE`
 or HARNESS_KNOWN_REGRESSIONS names a user file whose configurations replace the shipped ones'.
@@ -35,19 +36,26 @@ from harness.protocol import Outcome, Setting
 from harness.record.model import TestResult
 
 SHIPPED = SHIPPED_CONFIGURATIONS.with_name("known_regressions.yaml")
-_ENTRY_KEYS = {"test", "pattern", "reason", "link", "thresholds"}
+_ENTRY_KEYS = {"test", "pattern", "reason", "link", "thresholds", "message"}
 
 
 @dataclass(frozen=True)
 class Entry:
-    """One known regression: an exact test id or a pattern (`*` matches any run of characters)."""
+    """One known regression: an exact test id or a pattern (`*` matches any run of characters), and
+    optionally the failure it is known by: a text (with `*`) the candidate's message holds. An entry
+    with a message names a failure, not tests (its pattern may span thousands, most of which never
+    fail): a regression with another message is new, and no test of it is ever "known, now fixed"."""
 
     known: Known
     matcher: re.Pattern[str]
     thresholds: tuple[int, ...] = ()  # empty: at every threshold
+    message: re.Pattern[str] | None = None
 
     def matches(self, test: str) -> bool:
         return self.matcher.fullmatch(test) is not None
+
+    def names(self, regression: Regression) -> bool:
+        return self.matches(regression.test) and (self.message is None or self.message.search(regression.detail) is not None)
 
     def applies_at(self, threshold: int | None) -> bool:
         return not self.thresholds or threshold in self.thresholds
@@ -100,10 +108,16 @@ def _entry(section: Section) -> Entry:
     reason = section.scalar("reason", str, "").strip()
     if not reason:
         section.fail(section.node, f"{section.context}: missing key 'reason' (why it is known)")
-    matcher = re.compile(re.escape(test) if test else ".*".join(map(re.escape, pattern.split("*"))))
+    message = section.scalar("message", str, "")
     known = Known(reason=reason, link=section.scalar("link", str, ""), pattern=test or pattern,
                   entry=f"{section.path}:{section.node.start_mark.line + 1}")
-    return Entry(known, matcher, section.integers("thresholds"))
+    return Entry(known, re.compile(re.escape(test)) if test else _wildcards(pattern), section.integers("thresholds"),
+                 _wildcards(message) if message else None)
+
+
+def _wildcards(pattern: str) -> re.Pattern[str]:
+    """A pattern whose `*` matches any run of characters, everything else itself."""
+    return re.compile(".*".join(map(re.escape, pattern.split("*"))), re.DOTALL)
 
 
 def classify(comparison: Comparison, known: KnownRegressions, candidate: Iterable[TestResult]) -> Comparison:
@@ -115,14 +129,14 @@ def classify(comparison: Comparison, known: KnownRegressions, candidate: Iterabl
     new: list[Regression] = []
     named: list[Regression] = []
     for regression in comparison.regressions:
-        entry = next((e for e in entries if e.matches(regression.test)), None)
+        entry = next((e for e in entries if e.names(regression)), None)
         if entry is None:
             new.append(regression)
         else:
             named.append(replace(regression, known=entry.known))
     results = identity.index(candidate)
     fixed = [KnownFixed(test, results[test].module, entry.known)
-             for entry in entries if not any(entry.matches(r.test) for r in comparison.regressions)
+             for entry in entries if entry.message is None and not any(entry.matches(r.test) for r in comparison.regressions)
              for test in results if results[test].outcome == Outcome.PASSED and entry.matches(test)]
     per_module_new, per_module_known = Counter(r.module for r in new), Counter(r.module for r in named)
     return replace(comparison, regressions=tuple(new), known=tuple(named), known_fixed=tuple(fixed),

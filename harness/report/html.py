@@ -84,7 +84,7 @@ def _sides(report: Report) -> dict[str, Any]:
 
 def _comparison(section: Section) -> dict[str, Any]:
     c = section.comparison
-    return {"title": f"{c.candidate} vs {c.baseline}", "state": "valid" if c.valid else "invalid",
+    return {"title": section.title, "state": "valid" if c.valid else "invalid",
             "verdict": "valid" if c.valid else "INVALID, no verdict", "problems": c.problems,
             "counts": [("regressions", len(c.regressions)), ("fixes", len(c.fixes)), ("flaky", len(c.flaky)),
                        ("new", len(c.new)), ("missing", len(c.missing)), ("skip changes", len(c.skip_changes)),
@@ -100,7 +100,7 @@ def _changes(section: Section) -> dict[str, Any]:
                                    ("failures that changed", c.failure_changes))]
     plain = [(name, [(test, "") for test in tests])
              for name, tests in (("fixes", c.fixes), ("new tests", c.new), ("missing tests", c.missing))]
-    return {"title": f"{c.candidate} vs {c.baseline}",
+    return {"title": section.title,
             "groups": [{"name": name, "count": len(items), "tests": items[:LISTED], "more": max(0, len(items) - LISTED)}
                        for name, items in moved + plain if items]}
 

@@ -34,7 +34,7 @@ def render(report: Report) -> str:
 
 def _section(report: Report, section: Section) -> str:
     comparison = section.comparison
-    lines = [f"## {comparison.candidate} vs {comparison.baseline}", ""]
+    lines = [f"## {section.title}", ""]
     if comparison.valid:
         lines.append("**Valid comparison.**")
     else:

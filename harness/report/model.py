@@ -223,6 +223,13 @@ class Section:
     findings: tuple[Finding, ...]  # regressions first (worst first), then flaky tests
 
     @property
+    def title(self) -> str:
+        """How every report heads the comparison: the sides, and the tier (one diff can compare
+        several tiers of the same configurations)."""
+        c = self.comparison
+        return f"{c.candidate} vs {c.baseline}" + (f" (tier {c.tier})" if c.tier else "")
+
+    @property
     def regressions(self) -> tuple[Finding, ...]:
         """New and known regressions (known ones last): everything known stays in view."""
         return tuple(f for f in self.findings if f.status is not Status.FLAKY)

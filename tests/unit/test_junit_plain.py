@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import pytest
 
+from harness.compare.diff import compare
+from harness.compare.sides import load_side
 from harness.errors import HarnessError
 from harness.record import junit
 from harness.record.junit import iter_fields, read_results
@@ -118,13 +120,19 @@ def _cases(names, classname="m.T") -> str:
     return "".join(f'<testcase classname="{classname}" name="{name}" time="0.1"/>' for name in names)
 
 
+def _verdict(monkeypatch, baseline, candidate, *settings):
+    """The comparison of two folders, with each (module, name, value) of `settings` patched in."""
+    with monkeypatch.context() as patched:
+        for module, name, value in settings:
+            patched.setattr(module, name, value)
+        return compare(load_side(baseline), load_side(candidate))
+
+
 def test_a_diff_is_the_same_with_and_without_the_plain_path_and_held_passes(tmp_path, monkeypatch):
     """Two folders of plain pytest JUnit: a regression, a fix, a missing and a new test, and a test
     one side reports in two files (passed in one, failed in the other: flaky there). The verdict is
     the same read the plain way (plain passes held in memory, or as rows once past HELD) and read
     by the streaming reader alone."""
-    from harness.compare.diff import compare
-    from harness.compare.sides import load_side
     from harness.record import stream
 
     tests = [f"t{i}" for i in range(10)]
@@ -137,15 +145,10 @@ def test_a_diff_is_the_same_with_and_without_the_plain_path_and_held_passes(tmp_
                  '</failure></testcase>' + _cases(tests[6:]) + '<testcase classname="m.T" name="f" time="1"/>',
         "b.xml": _cases(["u0", "u1", "v0"], "n.U")})
 
-    def verdict(**settings):
-        with monkeypatch.context() as patched:
-            for module, name, value in settings.values():
-                patched.setattr(module, name, value)
-            return compare(load_side(baseline), load_side(candidate))
-
-    held = verdict()
+    held = _verdict(monkeypatch, baseline, candidate)
     assert [entry.test for entry in held.regressions] == ["m.T::t5"]
-    assert held == verdict(held=(stream, "HELD", 3)) == verdict(streaming=(junit, "PLAIN_BYTES", -1))
+    assert held == _verdict(monkeypatch, baseline, candidate, (stream, "HELD", 3)) == _verdict(
+        monkeypatch, baseline, candidate, (junit, "PLAIN_BYTES", -1))
 
 
 def _skips(names, kind="pytest.skip", message="no GPU", classname="m.T") -> str:
@@ -158,8 +161,6 @@ def test_a_diff_of_skips_is_the_same_whether_they_are_held_aside_or_rows(tmp_pat
     plain passes when both sides are streamed: every way a skip can meet a pass, a failure, another
     skip or nothing on the other side gives the verdict it gives when they are rows, or read by the
     streaming reader alone."""
-    from harness.compare.diff import compare
-    from harness.compare.sides import load_side
     from harness.record import stream
 
     failed = '<testcase classname="m.T" name="{}" time="1"><failure message="boom">x</failure></testcase>'
@@ -172,14 +173,9 @@ def test_a_diff_of_skips_is_the_same_whether_they_are_held_aside_or_rows(tmp_pat
                  + _skips(["skipped_now"], message="not on CPU") + _skips(["reworded"], message="other words")
                  + _skips(["xfail"], "pytest.xfail", "known") + _skips(["twice", "xfail_skips"]) + failed.format("to_failure")})
 
-    def verdict(**settings):
-        with monkeypatch.context() as patched:
-            for module, name, value in settings.values():
-                patched.setattr(module, name, value)
-            return compare(load_side(baseline), load_side(candidate))
-
-    held = verdict()
-    assert held == verdict(rows=(stream, "HELD", 0)) == verdict(streaming=(junit, "PLAIN_BYTES", -1))
+    held = _verdict(monkeypatch, baseline, candidate)
+    assert held == _verdict(monkeypatch, baseline, candidate, (stream, "HELD", 0)) == _verdict(
+        monkeypatch, baseline, candidate, (junit, "PLAIN_BYTES", -1))
     assert [(c.test, c.baseline, c.candidate, c.detail) for c in held.skip_changes] == [
         ("m.T::from_failure", "failed", "skipped", "no GPU"), ("m.T::skipped_now", "passed", "skipped", "not on CPU"),
         ("m.T::to_failure", "skipped", "failed", "boom"), ("m.T::twice", "passed", "skipped", "no GPU"),

@@ -78,6 +78,21 @@ def test_patterns_and_thresholds_choose_what_is_known(tmp_path, capsys):
     assert status == 1 and report["known_regressions"] == []
 
 
+def test_an_entry_with_a_message_knows_that_failure_only_and_never_reports_fixes(tmp_path, capsys):
+    """A failure signature over a wide pattern (P3 at threshold 1: the dynamo bypass's
+    FallbackToEager): a failure with that message is known, a crash of a test the same pattern
+    covers is new, and the pattern's passing tests are not "known, now fixed"."""
+    entries = ('    - pattern: "test_ops.TestX::*"\n      reason: the bypass, by its message\n'
+               '      message: "Assertion*: x"\n')
+    stock, jit = runs(tmp_path, {"test_add": "failed", "test_mul": "crashed", "test_div": "passed"})
+    status, report = diff(stock, jit, "--known-regressions", known_file(tmp_path, entries), capsys=capsys)
+    assert status == 1 and [r["test"] for r in report["regressions"]] == ["test_ops.TestX::test_mul"]
+    assert [r["test"] for r in report["known_regressions"]] == ["test_ops.TestX::test_add"]
+    _, passing = runs(tmp_path / "other", {"test_add": "passed", "test_mul": "passed", "test_div": "passed"})
+    status, report = diff(stock, passing, "--known-regressions", tmp_path / "known.yaml", capsys=capsys)
+    assert status == 0 and report["known_fixed"] == []
+
+
 def test_the_environment_names_the_file_too(tmp_path, capsys, monkeypatch):
     stock, jit = runs(tmp_path, {"test_add": "failed", "test_mul": "passed", "test_div": "passed"})
     monkeypatch.setenv("HARNESS_KNOWN_REGRESSIONS", str(known_file(tmp_path, KNOWN_ADD)))

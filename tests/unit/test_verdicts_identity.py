@@ -113,7 +113,7 @@ def test_shards_given_as_run_directories_or_a_folder_make_one_side(tmp_path, cap
     for sides in ([*base, *cand], [tmp_path / "b", tmp_path / "c"]):
         assert main(["diff", *map(str, sides)]) == 1
         out = capsys.readouterr().out
-        assert "## cinderx-jit (threshold 1000) [2 shards] vs stock [2 shards]" in out
+        assert "## cinderx-jit (threshold 1000) [2 shards] vs stock [2 shards] (tier p1)" in out
         assert "| test_two | 2/0/0/0/0 | 0/1/0/0/0 | 5 | **1** |" in out
         assert "· missing: 1 ·" in out  # the short Markdown counts them; the JSON and HTML reports list them
     assert main(["diff", str(tmp_path / "b"), str(cand[0])]) == 2

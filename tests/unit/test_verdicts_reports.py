@@ -48,7 +48,7 @@ def test_one_candidate_gets_no_sweep(tmp_path, capsys):
     assert main(["diff", str(stock), str(at_1000)]) == 0
     out = capsys.readouterr().out
     assert "Threshold sweep" not in out and out.count(HEADER) == 1
-    assert out.startswith("## cinderx-jit (threshold 1000) vs stock\n")
+    assert out.startswith("## cinderx-jit (threshold 1000) vs stock (tier p1)\n")
 
 
 def test_merged_junit_holds_every_side_with_its_configuration(tmp_path, capsys):
