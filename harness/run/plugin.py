@@ -275,6 +275,15 @@ def _first_line(report: pytest.TestReport | pytest.CollectReport) -> str:
         return str(report.longrepr[2])[:500]
     crash = getattr(report.longrepr, "reprcrash", None)
     if crash is not None:
-        return str(crash.message).splitlines()[0][:500] if crash.message else ""
+        return _headline(str(crash.message or ""))
     text = report.longreprtext.strip().splitlines()
     return text[-1][:500] if text else ""
+
+
+def _headline(message: str) -> str:
+    """An exception's message as one line: its first, joined with the next where the first only
+    announces the cause (dynamo's `BackendCompilerFailed: backend='...' raised:` puts it there)."""
+    lines = [line.strip() for line in message.splitlines() if line.strip()]
+    if len(lines) > 1 and lines[0].endswith(":"):
+        return f"{lines[0]} {lines[1]}"[:500]
+    return lines[0][:500] if lines else ""

@@ -51,6 +51,14 @@ def test_failure_keeps_message_and_a_replay_command_that_reruns_it(run_outcomes)
     assert replayed.returncode == 1 and "1 failed" in replayed.stdout, replayed.stdout[-500:]
 
 
+def test_a_failure_that_announces_its_cause_keeps_the_cause_in_its_message(run_outcomes):
+    """dynamo's BackendCompilerFailed says `raised:` on its first line and the backend's error on
+    the next: the message (what reports show and known regressions match) holds both."""
+    run = run_outcomes("test_wrapped_failure.py")
+    [failed] = read_results(run.junit("test_wrapped_failure"))
+    assert failed.message == "RuntimeError: backend='counting' raised: AssertionError: dynamo captured an empty graph"
+
+
 def test_segfault_names_the_culprit_and_the_file_resumes_after_it(run_outcomes):
     run = run_outcomes("test_segfault.py")
     assert outcomes(run, "test_segfault") == {"test_before_crash": "passed", "test_segfaults": "crashed",
