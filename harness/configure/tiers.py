@@ -53,9 +53,10 @@ class Tier:
     exit_grace: int = 30  # seconds a process may take to exit after its last test (then stopped, results kept)
 
     def selecting(self, stages: list[str] | tuple[str, ...] | None) -> Tier:
-        """The tier that runs `stages` (the whole tier without). A stage with a source of its own
-        (a harness stage of a PyTorch tier) runs alone, as a tier of that source with the stage's
-        files, under plain pytest (harness files have no PyTorch `__main__` block)."""
+        """The tier that runs `stages` (the whole tier without). Stages with a source of their own
+        (the harness stages of a PyTorch tier) run without the tier's other stages, as a tier of
+        that source with their files, under plain pytest (harness files have no PyTorch `__main__`
+        block); several of them together when they share that source."""
         unknown = [s for s in stages or () if s not in self.stages]
         if unknown:
             known = ", ".join(self.stages) or "none"
@@ -63,10 +64,12 @@ class Tier:
         own = [s for s in stages or () if s in self.stage_sources]
         if not own:
             return self
-        if len(stages or ()) > 1:
-            raise HarnessError(f"--stage {own[0]}: its files come from the {self.stage_sources[own[0]]}, "
-                               f"not from the tier's {self.source} source: select it alone")
-        return replace(self, source=self.stage_sources[own[0]], files=self.stages[own[0]], exclude=(), entry="pytest")
+        source = self.stage_sources[own[0]]
+        if any(self.stage_sources.get(s) != source for s in stages or ()):
+            raise HarnessError(f"--stage {own[0]}: its files come from the {source}, not from the tier's "
+                               f"{self.source} source: select it alone or with other stages of the {source}")
+        files = tuple(dict.fromkeys(file for stage in own for file in self.stages[stage]))
+        return replace(self, source=source, files=files, exclude=(), entry="pytest")
 
     def located(self, override: Path | None) -> tuple[Tier, Path]:
         """This tier as it runs here, and where its files live: the harness itself, a PyTorch

@@ -65,5 +65,9 @@ def test_p3_interop_stage_runs_harness_files_alone_under_pytest():
     assert tests_dir == HARNESS_ROOT
     assert p3.selecting(["capture"]) is p3 and p3.selecting(None) is p3
     with pytest.raises(HarnessError, match="--stage interop: its files come from the harness, not from the tier's "
-                                           "pytorch source: select it alone"):
+                                           "pytorch source: select it alone or with other stages of the harness"):
         p3.selecting(["capture", "interop"])
+    several = p3.selecting(["ops-eager", "modules", "interop"])  # harness stages together: their files
+    assert (several.source, several.entry) == ("harness", "pytest") and several.files == (
+        "harness/torch_suites/p3/test_compile_ops_eager.py", "harness/torch_suites/p3/test_compile_modules.py",
+        "harness/interop/test_*.py")
