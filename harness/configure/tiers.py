@@ -22,6 +22,9 @@ SHIPPED = Path(__file__).with_name("data") / "tiers.yaml"
 HARNESS_ROOT = Path(__file__).resolve().parents[2]
 TORCH_SUITES = HARNESS_ROOT / "harness" / "torch_suites"  # the harness's modules of PyTorch's suites inside torch
 SOURCES = {"harness": "harness", "pytorch": "pytorch"}  # and "torch": a tier's bundled part (see Tier.located)
+# Where a stage's files may come from: a tier's own source, the harness, or the tier's bundled suites
+STAGE_SOURCES = {**SOURCES, "torch": "torch"}
+_WHERE = {"harness": "the harness", "torch": "the suites inside torch", "pytorch": "a PyTorch checkout"}
 REQUIREMENTS = {"cuda": "cuda"}
 _TIER_KEYS = {"description", "source", "files", "exclude", "timeout", "test_timeout", "env", "pytest_args",
               "requires", "stages", "per_model", "entry", "restart", "exit_grace", "bundled"}
@@ -54,9 +57,10 @@ class Tier:
 
     def selecting(self, stages: list[str] | tuple[str, ...] | None) -> Tier:
         """The tier that runs `stages` (the whole tier without). Stages with a source of their own
-        (the harness stages of a PyTorch tier) run without the tier's other stages, as a tier of
-        that source with their files, under plain pytest (harness files have no PyTorch `__main__`
-        block); several of them together when they share that source."""
+        run without the tier's other stages, several together when they share that source: files of
+        the harness as a harness tier under plain pytest (no PyTorch `__main__` block); files of the
+        tier's bundled suites (`torch`) as the bundled part runs them (its time limits, database
+        entries selectable by name), narrowed to those files."""
         unknown = [s for s in stages or () if s not in self.stages]
         if unknown:
             known = ", ".join(self.stages) or "none"
@@ -66,9 +70,12 @@ class Tier:
             return self
         source = self.stage_sources[own[0]]
         if any(self.stage_sources.get(s) != source for s in stages or ()):
-            raise HarnessError(f"--stage {own[0]}: its files come from the {source}, not from the tier's "
-                               f"{self.source} source: select it alone or with other stages of the {source}")
+            raise HarnessError(f"--stage {own[0]}: its files come from {_WHERE[source]}, not from "
+                               f"{_WHERE[self.source]}: select it alone or with other stages of {_WHERE[source]}")
         files = tuple(dict.fromkeys(file for stage in own for file in self.stages[stage]))
+        if source == "torch":
+            assert self.bundled is not None, "checked when the tiers file was read"
+            return replace(self.bundled, files=files, exclude=())
         return replace(self, source=source, files=files, exclude=(), entry="pytest")
 
     def located(self, override: Path | None) -> tuple[Tier, Path]:
@@ -77,7 +84,7 @@ class Tier:
         modules of PyTorch's suites that ship inside the installed torch (the `bundled` part)."""
         if override is not None:
             return self, override
-        if self.source == "harness":
+        if self.source in ("harness", "torch"):  # a bundled part (a stage of one) runs the harness's modules
             return self, HARNESS_ROOT
         from_env = os.environ.get(Setting.TESTS_DIR)
         if from_env:
@@ -196,8 +203,8 @@ def _positive(section: Section, tier: str, key: str, default: int) -> int:
 
 def _stages(section: Section, tier: str) -> dict[str, dict[str, Any]]:
     """Named groups of the tier's files (torch.compile's pipeline stages, docs/background.md §4),
-    selected with --stage: a list of the tier's patterns, or `{source: harness, files: [...]}` for
-    files of another source."""
+    selected with --stage: a list of the tier's patterns, or `{source: harness|torch, files: [...]}`
+    for files of the harness, or of the tier's bundled suites (run as its `bundled` part runs them)."""
     if not section.has("stages"):
         return {}
     stages = section.child("stages", f"tier '{tier}': 'stages'")
@@ -209,7 +216,10 @@ def _stages(section: Section, tier: str) -> dict[str, dict[str, Any]]:
             stage.check_keys({"source", "files"})
             stage.require("files")
             files[name] = _patterns(stage, "files")
-            sources[name] = stage.choice("source", SOURCES, "pytorch")
+            sources[name] = stage.choice("source", STAGE_SOURCES, "pytorch")
+            if sources[name] == "torch" and not section.has("bundled"):
+                stage.fail(stage.require("source"), f"tier '{tier}': stage '{name}' runs the tier's bundled "
+                                                    "suites (source: torch), but the tier has no 'bundled' part")
         else:
             files[name] = _patterns(stages.section_of(stages.node, f"tier '{tier}': stage '{name}'"), name)
     return {"stages": files, "stage_sources": sources}

@@ -36,6 +36,8 @@ CASES = {
                           "climbs out of its folder with '..'"),
     "exclude climbing out": ("HARNESS_TIERS", TIER + "    exclude: [../x.py]\n", 5, "climbs out"),
     "stage glob absolute": ("HARNESS_TIERS", TIER + "    stages:\n      s: [/tmp/*.py]\n", 6, "is absolute"),
+    "stage of bundled suites the tier lacks": ("HARNESS_TIERS", TIER + "    stages:\n      s: {source: torch, files: [x.py]}\n",
+                                               6, "stage 's' runs the tier's bundled suites (source: torch), but"),
     "tier named with a slash": ("HARNESS_TIERS", TIER.replace("  mine:", "  a/b:"), 2, "tier name 'a/b' must be"),
     "negative time limit": ("HARNESS_TIERS", TIER + "    timeout: -1\n", 5, "'timeout' must be positive"),
     "zero exit grace": ("HARNESS_TIERS", TIER + "    exit_grace: 0\n", 5, "'exit_grace' must be positive"),

@@ -56,18 +56,21 @@ def test_the_same_cells_pass_when_the_graph_runs(cell):
     assert ran.backend.captured == 1 and ran.backend.executed == ran.calls > 0
 
 
-def test_p3_interop_stage_runs_harness_files_alone_under_pytest():
+def test_p3_interop_stage_runs_the_bundled_files_alone_as_the_bundled_part():
     p3 = get_tier("p3")
     stage = p3.selecting(["interop"])
-    assert (stage.name, stage.source, stage.entry) == ("p3", "harness", "pytest")
+    assert (stage.name, stage.source, stage.entry) == ("p3", "torch", "pytest")
+    assert (stage.timeout, stage.test_timeout) == (p3.bundled.timeout, p3.bundled.test_timeout) != (
+        p3.timeout, p3.test_timeout)  # Inductor over a whole database needs the bundled part's limits
     located, tests_dir = stage.located(None)
     assert located.discover(tests_dir) == ["harness/interop/test_backends.py", "harness/interop/test_matrix.py"]
     assert tests_dir == HARNESS_ROOT
     assert p3.selecting(["capture"]) is p3 and p3.selecting(None) is p3
-    with pytest.raises(HarnessError, match="--stage interop: its files come from the harness, not from the tier's "
-                                           "pytorch source: select it alone or with other stages of the harness"):
+    with pytest.raises(HarnessError, match="--stage interop: its files come from the suites inside torch, not from "
+                                           "a PyTorch checkout: select it alone or with other stages of the suites "
+                                           "inside torch"):
         p3.selecting(["capture", "interop"])
-    several = p3.selecting(["ops-eager", "modules", "interop"])  # harness stages together: their files
-    assert (several.source, several.entry) == ("harness", "pytest") and several.files == (
+    several = p3.selecting(["ops-eager", "modules", "interop"])  # stages of the bundled suites together: their files
+    assert (several.source, several.entry) == ("torch", "pytest") and several.files == (
         "harness/torch_suites/p3/test_compile_ops_eager.py", "harness/torch_suites/p3/test_compile_modules.py",
         "harness/interop/test_*.py")
