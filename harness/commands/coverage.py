@@ -2,7 +2,8 @@
 
 Each JIT run records its coverage as it ends (`coverage.json`, harness/record/coverage.py); this
 command merges the runs given (the tiers of a configuration, the shards of a run), each function
-once, and prints the table: per torch subpackage, functions defined and functions compiled.
+once, and prints the table: per torch subpackage, functions defined and functions compiled; with
+`--subpackage NAME`, per module of that subpackage, where the most functions stayed uncompiled.
 """
 
 from __future__ import annotations
@@ -24,14 +25,17 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     coverage.add_argument("runs", type=path_argument, nargs="+", metavar="RUN_DIR",
                           help="run directories, or folders of them (a results root)")
     coverage.add_argument("--format", choices=("md", "json"), default="md", help="Markdown (default) or JSON")
+    coverage.add_argument("--subpackage", metavar="NAME",
+                          help="the modules of one subpackage instead (_dynamo, fx, ...), the most functions "
+                               "left uncompiled first")
     coverage.set_defaults(handler=_coverage)
 
 
 def _coverage(args: argparse.Namespace) -> int:
     from harness.record.coverage import merge, read
     from harness.record.ingest import run_directories
-    from harness.report.json_report import coverage_json
-    from harness.report.markdown import coverage_section
+    from harness.report.json_report import coverage_json, coverage_modules_json
+    from harness.report.markdown import coverage_modules_section, coverage_section
     from harness.report.model import CoverageSide
     from harness.report.output import write_out
 
@@ -43,6 +47,12 @@ def _coverage(args: argparse.Namespace) -> int:
     side = CoverageSide(_label([path for path, coverage in found if coverage is not None]), merge(covered))
     without = [str(path) for path, coverage in found if coverage is None]
     note = f"\nLeft out, without JIT coverage: {', '.join(without)}\n" if without else ""
+    if args.subpackage:
+        rows = side.coverage.module_rows(args.subpackage)
+        write_out(lambda fmt: json.dumps(coverage_modules_json(side.coverage, args.subpackage, rows), indent=2) + "\n"
+                  if fmt == "json" else coverage_modules_section(side, args.subpackage, rows) + note,
+                  [args.format], None, "coverage")
+        return ExitStatus.OK
     write_out(lambda fmt: json.dumps(coverage_json(side.coverage), indent=2) + "\n" if fmt == "json"
               else coverage_section(side) + note, [args.format], None, "coverage")
     return ExitStatus.OK

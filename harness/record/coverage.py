@@ -14,10 +14,11 @@ docs/coverage.md gives the counting rule and the measured baseline.
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from harness.errors import HarnessError
@@ -60,17 +61,23 @@ class Definitions:
         return self.modules.get(real[len(root):].replace(os.sep, "/"), "") if real.startswith(root) else None
 
     def defined(self) -> dict[str, int]:
-        counts: dict[str, int] = {}
-        for module, keys in self.keys.items():
-            counts[self.subpackages[module]] = counts.get(self.subpackages[module], 0) + len(keys)
+        return {sub: sum(modules.values()) for sub, modules in self.per_module().items()}
+
+    def per_module(self) -> dict[str, dict[str, int]]:
+        """Per subpackage, its modules that define functions and how many each defines."""
+        counts: dict[str, dict[str, int]] = {}
+        for module, keys in sorted(self.keys.items()):
+            modules = counts.setdefault(self.subpackages[module], {})  # a subpackage of imports only: kept, empty
+            if keys:
+                modules[module] = len(keys)
         return dict(sorted(counts.items()))
 
 
 @dataclass(frozen=True)
 class Row:
-    """One subpackage: functions defined, functions compiled at least once."""
+    """One part of torch (a subpackage, or a module of one): functions defined, compiled at least once."""
 
-    subpackage: str
+    part: str
     defined: int
     compiled: int
 
@@ -81,7 +88,7 @@ class Row:
 
     @property
     def name(self) -> str:
-        return self.subpackage or TOP_LEVEL
+        return self.part or TOP_LEVEL
 
 
 @dataclass(frozen=True)
@@ -95,12 +102,33 @@ class Coverage:
     other: tuple[str, ...] = ()  # compiled code outside torch (`file:qualname:line`)
     processes: int = 0  # process files the numbers were read from
     runs: tuple[str, ...] = ()
+    # subpackage -> module -> definitions (empty in coverage recorded before per-module counts)
+    modules: dict[str, dict[str, int]] = field(default_factory=dict)
 
     @property
     def rows(self) -> tuple[Row, ...]:
         """Every subpackage, the biggest first."""
         rows = (Row(sub, count, len(self.compiled.get(sub, ()))) for sub, count in self.defined.items())
-        return tuple(sorted(rows, key=lambda row: (-row.defined, row.subpackage)))
+        return tuple(sorted(rows, key=lambda row: (-row.defined, row.part)))
+
+    def module_rows(self, subpackage: str) -> tuple[Row, ...]:
+        """The modules of one subpackage (`_dynamo`, or TOP_LEVEL), the most functions left uncompiled
+        first: where a verdict's reach ends inside it."""
+        key = "" if subpackage == TOP_LEVEL else subpackage
+        if key not in self.defined:
+            names = sorted(row.name for row in self.rows)
+            close = difflib.get_close_matches(subpackage, names, n=3)
+            hint = f" (did you mean: {', '.join(close)}?)" if close else ""
+            raise HarnessError(f"--subpackage {subpackage}: torch {self.torch} has no such subpackage{hint}")
+        if not self.modules:
+            raise HarnessError("this JIT coverage was recorded before per-module counts: run the tier again "
+                               "to see its modules")
+        compiled: dict[str, int] = {}
+        for function in self.compiled.get(key, ()):
+            module = function.split(":", 1)[0]
+            compiled[module] = compiled.get(module, 0) + 1
+        rows = (Row(module, count, compiled.get(module, 0)) for module, count in self.modules.get(key, {}).items())
+        return tuple(sorted(rows, key=lambda row: (row.compiled - row.defined, row.part)))
 
     @property
     def total(self) -> Row:
@@ -144,7 +172,8 @@ def attribute(definitions: Definitions, process_files: Iterable[Mapping[str, obj
             torch_code = module == "torch" or module.startswith("torch.")
             (unattributed if torch_code else other).update(f"{module}:{name}" for name in names if isinstance(name, str))
     return Coverage(torch, definitions.defined(), {sub: tuple(sorted(keys)) for sub, keys in sorted(compiled.items())},
-                    tuple(sorted(unattributed)), tuple(sorted(other)), processes, (run,) if run else ())
+                    tuple(sorted(unattributed)), tuple(sorted(other)), processes, (run,) if run else (),
+                    definitions.per_module())
 
 
 def _mapping(value: object) -> Mapping[str, list]:
@@ -176,7 +205,8 @@ def merge(coverages: Iterable[Coverage]) -> Coverage:
                     {sub: tuple(sorted(keys)) for sub, keys in sorted(compiled.items())},
                     tuple(sorted({key for c in items for key in c.unattributed})),
                     tuple(sorted({key for c in items for key in c.other})),
-                    sum(c.processes for c in items), tuple(run for c in items for run in c.runs))
+                    sum(c.processes for c in items), tuple(run for c in items for run in c.runs),
+                    next((c.modules for c in items if c.modules), {}))
 
 
 def write(run: RunDirectory, coverage: Coverage) -> None:

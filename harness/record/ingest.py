@@ -175,7 +175,7 @@ def _write_coverage(connection: sqlite3.Connection, found: coverage.Coverage | N
     if found is None:
         return
     connection.executemany(_insert("coverage", ("run", *_COVERAGE_COLUMNS)),
-                           [(1, row.subpackage, row.defined, row.compiled) for row in found.rows])
+                           [(1, row.part, row.defined, row.compiled) for row in found.rows])
     connection.executemany(_insert("compiled_functions", ("run", *_FUNCTION_COLUMNS)),
                            [(1, sub, key) for sub, keys in found.compiled.items() for key in keys])
 

@@ -10,11 +10,12 @@ runs recorded JIT coverage of torch.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
 from harness.compare.diff import Known, Regression
-from harness.record.coverage import Coverage
+from harness.record.coverage import Coverage, Row
 from harness.report.model import Culprit, Finding, Forest, Interval, Report, Section
 
 
@@ -96,6 +97,13 @@ def coverage_json(coverage: Coverage) -> dict[str, Any]:
             "total": {"defined": total.defined, "compiled": total.compiled},
             "exercised": list(coverage.exercised), "unattributed": len(coverage.unattributed),
             "other": len(coverage.other)}
+
+
+def coverage_modules_json(coverage: Coverage, subpackage: str, rows: Sequence[Row]) -> dict[str, Any]:
+    """JIT coverage of one subpackage's modules, the most functions left uncompiled first."""
+    return {"torch": coverage.torch, "runs": list(coverage.runs), "subpackage": subpackage,
+            "modules": [{"module": row.name, "defined": row.defined, "compiled": row.compiled} for row in rows],
+            "total": {"defined": sum(row.defined for row in rows), "compiled": sum(row.compiled for row in rows)}}
 
 
 def _annotations(finding: Finding) -> dict[str, Any]:

@@ -7,10 +7,11 @@ everything. A threshold sweep gets its table, one column per threshold.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from harness.compare.diff import ModuleRow
 from harness.compare.sweep import column_label
+from harness.record.coverage import Row
 from harness.report.model import (Culprit, CoverageSide, Finding, KnownGroup, Report, Section, Status, SweepLine,
                                    compiled_total)
 from harness.report.text import counts, culprit_cost, culprit_inlined, percent, speedup, summed
@@ -180,6 +181,18 @@ def _compiled(row: ModuleRow) -> str:
 def _total(rows: Iterable[ModuleRow]) -> str:
     total = compiled_total(rows)
     return "—" if total is None else f"{total:,}"
+
+
+def coverage_modules_section(side: CoverageSide, subpackage: str, rows: Sequence[Row]) -> str:
+    """Per module of one subpackage: functions defined and compiled, the most left uncompiled first."""
+    defined, compiled = sum(row.defined for row in rows), sum(row.compiled for row in rows)
+    lines = [f"## JIT coverage of torch {side.coverage.torch}, {subpackage} by module: {side.label}", "",
+             f"{compiled:,} of its {defined:,} functions compiled, in {sum(1 for row in rows if row.compiled)} of "
+             f"{len(rows)} modules that define functions; the most functions left uncompiled first.", "",
+             "| Module | Defined | Compiled | Not compiled | Compiled % |", "|---|---:|---:|---:|---:|"]
+    lines += [f"| {row.name} | {row.defined:,} | {row.compiled:,} | {row.defined - row.compiled:,} | "
+              f"{percent(row.share)} |" for row in rows]
+    return "\n".join(lines) + "\n"
 
 
 def coverage_section(side: CoverageSide, limit: int | None = None) -> str:

@@ -151,6 +151,32 @@ def test_attribution_matches_definitions_counts_each_function_once_and_keeps_the
     assert (coverage.total.defined, coverage.total.compiled, coverage.processes) == (10, 3, 3)
 
 
+def test_a_subpackage_opens_into_its_modules_the_most_left_uncompiled_first(tmp_path, capsys):
+    folder = torch_tree(tmp_path)
+    graph, split = str(folder / "fx" / "graph.py"), str(folder / "fx" / "passes" / "split.py")
+    process = {"torch": str(folder), "files": {graph: [[3, "plain"], [13, "Model.forward"]], split: [[1, "split"]]}}
+    coverage = attribute(definitions_of(folder), [process], "2.14.1", "run-a")
+    assert [(row.name, row.defined, row.compiled) for row in coverage.module_rows("fx")] == [
+        ("torch.fx.graph", 7, 2), ("torch.fx.passes.split", 2, 1)]  # 5 left uncompiled, then 1
+    assert [(row.name, row.compiled) for row in coverage.module_rows("(top-level modules)")] == [("torch", 0)]
+    run = write_run(tmp_path / "results", "cinderx-jit", {"test_a": "passed"}, started="2026-11-01T00:00:00",
+                    threshold=1)
+    write(RunDirectory(run), coverage)
+    assert main(["coverage", str(run), "--subpackage", "fx"]) == 0
+    out = capsys.readouterr().out
+    assert "## JIT coverage of torch 2.14.1, fx by module: cinderx-jit (threshold 1), tier p1" in out
+    assert "| torch.fx.graph | 7 | 2 | 5 | 28.6% |" in out and "3 of its 9 functions compiled, in 2 of 2 modules" in out
+    assert main(["coverage", str(run), "--subpackage", "fx", "--format", "json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["modules"][1] == {"module": "torch.fx.passes.split", "defined": 2, "compiled": 1}
+    assert printed["total"] == {"defined": 9, "compiled": 3}
+    assert main(["coverage", str(run), "--subpackage", "fxx"]) == 3
+    assert "--subpackage fxx: torch 2.14.1 has no such subpackage (did you mean: fx?)" in capsys.readouterr().err
+    write(RunDirectory(run), coverage_of("torch.fx.a:f:1"))  # recorded before per-module counts
+    assert main(["coverage", str(run), "--subpackage", "fx"]) == 3
+    assert "recorded before per-module counts: run the tier again" in capsys.readouterr().err
+
+
 def test_without_the_torch_folder_a_process_file_attributes_nothing_to_torch(tmp_path):
     folder = torch_tree(tmp_path)
     coverage = attribute(definitions_of(folder), [{"files": {str(folder / "__init__.py"): [[1, "top"]]}}], "2.14.1")
