@@ -290,9 +290,10 @@ def check_hot(case: TestCase, state: HotState, entry: Callable[..., Any], backen
 
 def check_op(case: TestCase, device: str, dtype: torch.dtype, op: Any, backend: Backend,
              dynamic: bool | None = None) -> None:
-    """An OpInfo's first samples (SAMPLES) through torch.compile: eager's outputs and, through
-    AOTAutograd where the op supports backward in the dtype, eager's input gradients."""
-    grad = (backend is Backend.AOT_EAGER and op.supports_autograd
+    """An OpInfo's first samples (SAMPLES) through torch.compile: eager's outputs and, where the op
+    supports backward in the dtype, eager's input gradients through the backend's backward graph
+    (AOTAutograd's; Inductor's kernels, as Inductor's own test_comprehensive checks gradients)."""
+    grad = (backend is not Backend.EAGER and op.supports_autograd
             and dtype in op.supported_backward_dtypes(torch.device(device).type))
     for sample in islice(op.sample_inputs(device, dtype, requires_grad=grad), SAMPLES[backend]):
         args = (sample.input, *sample.args)

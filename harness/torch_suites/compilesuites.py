@@ -28,6 +28,13 @@ from harness.torch_suites.compilechecks import (
     set_gradients,
 )
 from harness.torch_suites.entries import instantiate_cpu_tests
+from harness.torch_suites.transformchecks import (
+    check_compiled_grad,
+    check_compiled_vmap,
+    check_jvp,
+    check_vjp,
+    check_vmap,
+)
 
 
 def test_class(name: str, module_name: str, tests: dict[str, Callable[..., None]]) -> type[TestCase]:
@@ -130,3 +137,24 @@ def instantiate_suite(scope: MutableMapping[str, object], name: str, make: Calla
     instantiate(scope, test_class(name, scope["__name__"], {names[b]: make(chosen, b) for b in Backend}), chosen)
     hot = {test: check for backend in Backend for test, check in hot_tests(make_hot, chosen, backend).items()}
     instantiate(scope, test_class(hot_name, scope["__name__"], hot), chosen)
+
+
+def transform_test(chosen: list, check: Callable[[TestCase, Any, str, torch.dtype], None]) -> Callable[..., None]:
+    @ops(chosen, allowed_dtypes=(torch.float32,))
+    def test(self: TestCase, device: str, dtype: torch.dtype, op: Any) -> None:
+        check(self, op, device, dtype)
+    return test
+
+
+def instantiate_transform_suite(scope: MutableMapping[str, object], chosen: list) -> None:
+    """functorch's transforms over OpInfos, under the names of functorch's own files where they make
+    the check (test_vmap.py's `TestVmapOperatorsOpInfo.test_vmap_exhaustive`, test_ops.py's
+    `TestOperators.test_vjp` and `test_jvp`, float32 as there), and ours through torch.compile."""
+    suites = {
+        "TestVmapOperatorsOpInfo": {"test_vmap_exhaustive": transform_test(chosen, check_vmap)},
+        "TestOperators": {"test_vjp": transform_test(chosen, check_vjp), "test_jvp": transform_test(chosen, check_jvp)},
+        "TestCompiledTransformsOpInfo": {"test_compile_vmap": transform_test(chosen, check_compiled_vmap),
+                                         "test_compile_grad": transform_test(chosen, check_compiled_grad)},
+    }
+    for name, tests in suites.items():
+        instantiate(scope, test_class(name, str(scope["__name__"]), tests), chosen)
