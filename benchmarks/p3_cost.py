@@ -2,7 +2,7 @@
 to the whole stage: how many shards a nightly job needs.
 
 For every P3 module (harness/torch_suites/p3/) and backend, the tests of that backend (its compile
-test and its hot states) run under `pytest` in the configuration's interpreter, narrowed by
+test and its hot states; functorch's transforms as one group) run under `pytest` in the configuration's interpreter, narrowed by
 HARNESS_ENTRIES to every K-th entry of the database (a spread: the databases are sorted by name, not
 by cost). The children's CPU time (user + system, from the kernel) is divided by the entries sampled
 and multiplied by the database's entries. CPU time, not wall time: the machine is shared.
@@ -35,14 +35,20 @@ from harness.configure.tiers import get_tier  # noqa: E402
 from harness.protocol import Env  # noqa: E402
 from harness.run.runner import interpreter_environment  # noqa: E402
 
-P3 = "harness/torch_suites/p3/test_compile_{}.py"
-# pytest -k expressions that pick one backend's tests out of a module (test names: compilechecks.py).
-BACKENDS = {"eager": "eager and not aot_eager", "aot_eager": "aot", "inductor": "inductor or comprehensive or correctness"}
-MODULES = {"ops_eager": ("eager",), "ops_aot_eager": ("aot_eager",), "ops_inductor": ("inductor",),
-           "modules": tuple(BACKENDS), "optimizers": tuple(BACKENDS), "hops": tuple(BACKENDS)}
+P3 = "harness/torch_suites/p3/test_{}.py"
+# pytest -k expressions that pick one backend's tests out of a module (test names: compilechecks.py);
+# functorch's transforms (transformchecks.py) are one group: eager transforms and their compiled twins.
+BACKENDS: dict[str, str | None] = {"eager": "eager and not aot_eager", "aot_eager": "aot",
+                                   "inductor": "inductor or comprehensive or correctness", "functorch": None}
+COMPILE = ("eager", "aot_eager", "inductor")
+# --module name -> (the module's file stem, the backends its tests use)
+MODULES = {"ops_eager": ("compile_ops_eager", ("eager",)), "ops_aot_eager": ("compile_ops_aot_eager", ("aot_eager",)),
+           "ops_inductor": ("compile_ops_inductor", ("inductor",)), "modules": ("compile_modules", COMPILE),
+           "optimizers": ("compile_optimizers", COMPILE), "hops": ("compile_hops", COMPILE),
+           "transforms": ("functorch_ops", ("functorch",))}
 NAMES = """import json, os, importlib
 os.environ["{entries}"] = "<none>"
-module = importlib.import_module("harness.torch_suites.p3.test_compile_{module}")
+module = importlib.import_module("harness.torch_suites.p3.test_{module}")
 print(json.dumps([module.ENTRIES.full_name(item) for item in module.ENTRIES.items]))"""
 
 
@@ -76,11 +82,13 @@ def main() -> None:
     totals: dict[str, float] = defaultdict(float)
     print(f"{'module':<15} {'backend':<10} {'sampled':>7} {'of':>5} {'CPU s':>8} {'s/entry':>8} {'whole, CPU min':>15}")
     for module in args.module:
-        names = entry_names(args.python, env, module)
+        stem, backends = MODULES[module]
+        names = entry_names(args.python, env, stem)
         sample = names[::args.every]
-        for backend in MODULES[module]:
+        for backend in backends:
+            chosen = BACKENDS[backend]
             command = [args.python, "-m", "pytest", "-p", "harness.run.plugin", "-p", "no:cacheprovider", "-q",
-                       "-k", BACKENDS[backend], P3.format(module)]
+                       *(("-k", chosen) if chosen else ()), P3.format(stem)]
             seconds = cpu_seconds(command, {**env, Env.ENTRIES: ",".join(sample)})
             whole = seconds / len(sample) * len(names) / 60
             totals[backend] += whole
