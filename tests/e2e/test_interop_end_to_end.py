@@ -57,6 +57,22 @@ def test_a_test_that_changes_the_threshold_makes_the_comparison_invalid(pythons,
     assert [p["applied"]["threshold"] for p in file.jit_processes] == [1000]
 
 
+def test_a_test_that_starts_sys_monitoring_switches_cinderx_off_and_the_comparison_is_invalid(pythons, tmp_path):
+    runs = {}
+    for config, session in (("stock", "stock-p0"), ("cinderx-jit", "cinderx-jit-p0")):
+        done = harness(pythons[session], "run", "--config", config, "--tier", "p0", "--tests-dir", str(JIT_FIXTURES),
+                       "--select", "test_starts_monitoring.py", "--results", str(tmp_path / config))
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+        runs[config] = only_run(tmp_path / config)
+    diff = harness(sys.executable, "diff", str(runs["stock"]), str(runs["cinderx-jit"]), "--format", "json")
+    assert diff.returncode == 2, diff.stdout + diff.stderr
+    assert json.loads(diff.stdout)["problems"] == [  # CinderX dropped what it had compiled, and stayed off
+        "candidate: vacuous: the JIT was on but compiled 0 functions in 1 files",
+        "candidate: test_starts_monitoring.py: the JIT was off at the end (requested: on)"]
+    [file] = RunDirectory(runs["cinderx-jit"]).read_record().files
+    assert [p["applied"]["enabled"] for p in file.jit_processes] == [True]  # on when the harness switched it
+
+
 def test_a_cell_whose_jit_state_is_out_of_reach_fails_or_skips_with_the_reason(pythons, tmp_path):
     """A JIT list that names none of the cells' functions: a cell claiming a JIT-compiled function
     fails; with background compilation off, a queued compile cannot happen: the cell says so."""
