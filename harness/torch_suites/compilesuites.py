@@ -28,6 +28,13 @@ from harness.torch_suites.compilechecks import (
     set_gradients,
 )
 from harness.torch_suites.entries import instantiate_cpu_tests
+from harness.torch_suites.exportchecks import (
+    ExportMode,
+    check_export_module,
+    check_export_op,
+    check_hot_export_module,
+    check_hot_export_op,
+)
 from harness.torch_suites.transformchecks import (
     check_compiled_grad,
     check_compiled_vmap,
@@ -158,3 +165,37 @@ def instantiate_transform_suite(scope: MutableMapping[str, object], chosen: list
     }
     for name, tests in suites.items():
         instantiate(scope, test_class(name, str(scope["__name__"]), tests), chosen)
+
+
+def export_op_test(chosen: list, mode: ExportMode | None) -> Callable[..., None]:
+    """torch.export of an OpInfo's samples in `mode`; None: strict, with the user's module hot first."""
+    @ops(chosen, allowed_dtypes=(torch.float32,))
+    def test(self: TestCase, device: str, dtype: torch.dtype, op: Any) -> None:
+        if mode is None:
+            check_hot_export_op(self, op, device, dtype)
+        else:
+            check_export_op(self, op, device, dtype, mode)
+    return test
+
+
+def export_module_test(chosen: list, mode: ExportMode | None) -> Callable[..., None]:
+    """torch.export of a ModuleInfo's first module input in `mode`; None: strict, its forward hot first."""
+    @modules(chosen, allowed_dtypes=(torch.float32,))
+    def test(self: TestCase, device: str, dtype: torch.dtype, module_info: Any, training: bool) -> None:
+        if mode is None:
+            check_hot_export_module(self, device, dtype, module_info, training)
+        else:
+            check_export_module(self, device, dtype, module_info, training, mode)
+    return test
+
+
+def instantiate_export_suite(scope: MutableMapping[str, object], chosen: list, kind: str,
+                             make: Callable[[list, ExportMode | None], Callable[..., None]], hot_chosen: list) -> None:
+    """torch.export over one database (`kind`: OpInfo or ModuleInfo), names ours: non-strict and strict
+    in `TestExport<kind>`, the hot state (strict) in `TestExportHot<kind>` over `hot_chosen`."""
+    name = str(scope["__name__"])
+    tests = {f"test_export_{mode}": make(chosen, mode) for mode in ExportMode}
+    instantiate(scope, test_class(f"TestExport{kind}", name, tests), chosen)
+    hot_test = "test_hot_module_wrapper_strict" if kind == "OpInfo" else "test_hot_entry_strict"
+    instantiate(scope, test_class(f"TestExportHot{kind}", name, {hot_test: make(hot_chosen, None)} if hot_chosen else {}),
+                hot_chosen)

@@ -29,12 +29,11 @@ import unittest
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from itertools import islice
-from typing import Any, TypeVar
+from typing import Any
 
 import torch
 from torch.testing._internal.common_utils import TestCase
-from torch.utils._pytree import TreeSpec, tree_flatten, tree_unflatten
+from torch.utils._pytree import tree_flatten, tree_unflatten
 
 from harness.torch_suites.compilechecks import (
     Backend,
@@ -46,6 +45,7 @@ from harness.torch_suites.compilechecks import (
     prove_compiled,
     seeded,
 )
+from harness.torch_suites.operands import Operands, at_least_one, samples, tensors_only
 
 SAMPLES = 2  # per OpInfo and check: a transform re-enters the op's Python for every sample
 BATCH = 2  # entries of the batch dimension vmap maps over
@@ -74,59 +74,6 @@ def functorch_limits() -> Iterator[None]:
         raise
 
 
-@dataclass(frozen=True)
-class Operands:
-    """A sample's positional arguments, flattened, with the op's call closed over the rest."""
-
-    leaves: tuple[Any, ...]
-    spec: TreeSpec
-    kwargs: dict[str, Any]
-
-    @classmethod
-    def of(cls, sample: Any) -> Operands:
-        leaves, spec = tree_flatten((sample.input, *sample.args))
-        return cls(tuple(leaves), spec, dict(sample.kwargs))
-
-    def positions(self, differentiable: bool = False) -> list[int]:
-        """Where the tensors are (only floating ones that carry a gradient, when `differentiable`)."""
-        return [index for index, leaf in enumerate(self.leaves) if isinstance(leaf, torch.Tensor)
-                and (not differentiable or (leaf.requires_grad and leaf.is_floating_point()))]
-
-    def call(self, op: Any, positions: list[int], values: tuple[Any, ...]) -> Any:
-        """`op` on the sample with the leaves at `positions` replaced by `values`."""
-        leaves = list(self.leaves)
-        for index, value in zip(positions, values):
-            leaves[index] = value
-        return op(*tree_unflatten(leaves, self.spec), **self.kwargs)
-
-    def function(self, op: Any, positions: list[int]) -> Callable[..., Any]:
-        """A function of the tensors at `positions` alone, as the transforms take them."""
-        def of_tensors(*values: Any) -> Any:
-            return self.call(op, positions, values)
-        return of_tensors
-
-
-def samples(op: Any, device: str, dtype: torch.dtype, requires_grad: bool) -> Iterator[Any]:
-    return islice(op.sample_inputs(device, dtype, requires_grad=requires_grad), SAMPLES)
-
-
-def tensors_only(value: Any) -> bool:
-    return all(isinstance(leaf, torch.Tensor) for leaf in tree_flatten(value)[0])
-
-
-T = TypeVar("T")
-
-
-def at_least_one(items: Iterator[T], reason: str) -> Iterator[T]:
-    """`items`, then a skip saying `reason` if there were none: a check that compared nothing did not pass."""
-    found = False
-    for item in items:
-        found = True
-        yield item
-    if not found:
-        raise unittest.SkipTest(reason)
-
-
 # --- vmap --------------------------------------------------------------------------------------------
 
 def batched(operands: Operands, positions: list[int]) -> tuple[torch.Tensor, ...]:
@@ -149,7 +96,7 @@ def vmapped(function: Callable[..., Any]) -> Callable[..., Any]:
 def vmap_subjects(op: Any, device: str, dtype: torch.dtype) -> Iterator[tuple[Callable[..., Any], tuple[Any, ...], Any, bool]]:
     """(function of the tensors, batched tensors, eager's looped result, exact) per sample to vmap."""
     def found() -> Iterator[tuple[Callable[..., Any], tuple[Any, ...], Any, bool]]:
-        for sample in samples(op, device, dtype, requires_grad=False):
+        for sample in samples(op, device, dtype, False, SAMPLES):
             operands = Operands.of(sample)
             positions = operands.positions()
             function = operands.function(op, positions)
@@ -198,7 +145,7 @@ def differentiable_subjects(op: Any, device: str, dtype: torch.dtype, forward: b
         raise unittest.SkipTest(f"{op.full_name} claims no {mode}-mode AD in {dtype}")
 
     def found() -> Iterator[Differentiable]:
-        for sample in samples(op, device, dtype, requires_grad=True):
+        for sample in samples(op, device, dtype, True, SAMPLES):
             operands = Operands.of(sample)
             positions = operands.positions(differentiable=True)
             if not positions:
