@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from harness.record.junit import read_results
+from harness.record.model import FileRecord
 from harness.record.store import RunDirectory
 from tests.e2e.test_cinderx_end_to_end import ROOT, harness, nox, only_run, session_python
 
@@ -42,34 +43,32 @@ def test_the_known_cinderx_variables_are_those_of_the_installed_cinderx(pythons)
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-def test_a_test_that_changes_the_threshold_makes_the_comparison_invalid(pythons, tmp_path):
+def invalid_comparison(pythons: dict[str, Path], results: Path, fixture: str) -> tuple[list[str], FileRecord]:
+    """`fixture` (tests/fixtures/jit) run under stock and cinderx-jit: the diff's problems (it must be
+    invalid: exit 2) and the candidate's file record."""
     runs = {}
     for config, session in (("stock", "stock-p0"), ("cinderx-jit", "cinderx-jit-p0")):
         done = harness(pythons[session], "run", "--config", config, "--tier", "p0", "--tests-dir", str(JIT_FIXTURES),
-                       "--select", "test_changes_threshold.py", "--results", str(tmp_path / config))
+                       "--select", fixture, "--results", str(results / config))
         assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-        runs[config] = only_run(tmp_path / config)
+        runs[config] = only_run(results / config)
     diff = harness(sys.executable, "diff", str(runs["stock"]), str(runs["cinderx-jit"]), "--format", "json")
     assert diff.returncode == 2, diff.stdout + diff.stderr
-    assert json.loads(diff.stdout)["problems"] == [
-        "candidate: test_changes_threshold.py: CinderX reported threshold 5 at the end (requested 1000)"]
     [file] = RunDirectory(runs["cinderx-jit"]).read_record().files
+    return json.loads(diff.stdout)["problems"], file
+
+
+def test_a_test_that_changes_the_threshold_makes_the_comparison_invalid(pythons, tmp_path):
+    problems, file = invalid_comparison(pythons, tmp_path, "test_changes_threshold.py")
+    assert problems == ["candidate: test_changes_threshold.py: CinderX reported threshold 5 at the end (requested 1000)"]
     assert [p["applied"]["threshold"] for p in file.jit_processes] == [1000]
 
 
 def test_a_test_that_starts_sys_monitoring_switches_cinderx_off_and_the_comparison_is_invalid(pythons, tmp_path):
-    runs = {}
-    for config, session in (("stock", "stock-p0"), ("cinderx-jit", "cinderx-jit-p0")):
-        done = harness(pythons[session], "run", "--config", config, "--tier", "p0", "--tests-dir", str(JIT_FIXTURES),
-                       "--select", "test_starts_monitoring.py", "--results", str(tmp_path / config))
-        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-        runs[config] = only_run(tmp_path / config)
-    diff = harness(sys.executable, "diff", str(runs["stock"]), str(runs["cinderx-jit"]), "--format", "json")
-    assert diff.returncode == 2, diff.stdout + diff.stderr
-    assert json.loads(diff.stdout)["problems"] == [  # CinderX dropped what it had compiled, and stayed off
+    problems, file = invalid_comparison(pythons, tmp_path, "test_starts_monitoring.py")
+    assert problems == [  # CinderX dropped what it had compiled, and stayed off
         "candidate: vacuous: the JIT was on but compiled 0 functions in 1 files",
         "candidate: test_starts_monitoring.py: the JIT was off at the end (requested: on)"]
-    [file] = RunDirectory(runs["cinderx-jit"]).read_record().files
     assert [p["applied"]["enabled"] for p in file.jit_processes] == [True]  # on when the harness switched it
 
 
