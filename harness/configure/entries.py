@@ -8,13 +8,12 @@ files that cover the names, and HARNESS_ENTRIES tells those files to instantiate
 
 from __future__ import annotations
 
-import difflib
 import json
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
-from harness.errors import HarnessError
+from harness.errors import HarnessError, did_you_mean
 
 CATALOG_MODULE = "harness.torch_suites.catalog"
 
@@ -42,8 +41,7 @@ def files_for(names: Sequence[str], covered: dict[str, list[str]], files: Sequen
     known = {name for file in files for name in covered.get(file, ())}
     for name in names:
         if name not in known:
-            close = difflib.get_close_matches(name, sorted(known), n=3)
-            hint = f" (did you mean: {', '.join(close)}?)" if close else ""
+            hint = did_you_mean(name, known)
             raise HarnessError(f"--select {name}: no test file, node id or PyTorch test-database entry of that name "
                                f"in this tier{hint}")
     return [file for file in files if set(names) & set(covered.get(file, ()))]

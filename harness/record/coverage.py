@@ -14,14 +14,13 @@ docs/coverage.md gives the counting rule and the measured baseline.
 
 from __future__ import annotations
 
-import difflib
 import json
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from harness.errors import HarnessError
+from harness.errors import HarnessError, did_you_mean
 from harness.record import typed
 from harness.record.store import RunDirectory, read_json_record, write_json_atomically
 
@@ -116,9 +115,7 @@ class Coverage:
         first: where a verdict's reach ends inside it."""
         key = "" if subpackage == TOP_LEVEL else subpackage
         if key not in self.defined:
-            names = sorted(row.name for row in self.rows)
-            close = difflib.get_close_matches(subpackage, names, n=3)
-            hint = f" (did you mean: {', '.join(close)}?)" if close else ""
+            hint = did_you_mean(subpackage, (row.name for row in self.rows))
             raise HarnessError(f"--subpackage {subpackage}: torch {self.torch} has no such subpackage{hint}")
         if not self.modules:
             raise HarnessError("this JIT coverage was recorded before per-module counts: run the tier again "
