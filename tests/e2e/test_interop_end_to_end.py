@@ -66,9 +66,11 @@ def test_a_test_that_changes_the_threshold_makes_the_comparison_invalid(pythons,
 
 def test_a_test_that_starts_sys_monitoring_switches_cinderx_off_and_the_comparison_is_invalid(pythons, tmp_path):
     problems, file = invalid_comparison(pythons, tmp_path, "test_starts_monitoring.py")
-    assert problems == [  # CinderX dropped what it had compiled, and stayed off
-        "candidate: vacuous: the JIT was on but compiled 0 functions in 1 files",
-        "candidate: test_starts_monitoring.py: the JIT was off at the end (requested: on)"]
+    # CinderX stayed off; it dropped what it had compiled, but a background compile still in flight
+    # when the tool started can land afterwards (seen on a loaded CI machine), so "vacuous" may be absent
+    assert "candidate: test_starts_monitoring.py: the JIT was off at the end (requested: on)" in problems, problems
+    assert set(problems) <= {"candidate: vacuous: the JIT was on but compiled 0 functions in 1 files",
+                             "candidate: test_starts_monitoring.py: the JIT was off at the end (requested: on)"}, problems
     assert [p["applied"]["enabled"] for p in file.jit_processes] == [True]  # on when the harness switched it
 
 
