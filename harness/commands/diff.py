@@ -177,7 +177,7 @@ def _report(pairs: list[tuple[Side, Side]], args: argparse.Namespace, perf: Perf
         if times and comparison.valid and comparison.regressions:
             comparison = confirm(comparison, candidate, Reruns(times, args.confirm_timeout, args.confirm_restart),
                                  _announce, _flaky_in_history(baseline, candidate))
-        comparisons.append(known.classify(comparison, known_regressions, candidate.results))
+        comparisons.append(known.classify(comparison, known_regressions, candidate.results, candidate.partial))
     candidates = [candidate for _, candidate in pairs]
     if args.culprit:
         search_comparisons(comparisons, candidates, args)

@@ -50,6 +50,7 @@ class Entry:
     matcher: re.Pattern[str]
     thresholds: tuple[int, ...] = ()  # empty: at every threshold
     message: re.Pattern[str] | None = None
+    exact: bool = False  # a test id, not a pattern
 
     def matches(self, test: str) -> bool:
         return self.matcher.fullmatch(test) is not None
@@ -112,7 +113,7 @@ def _entry(section: Section) -> Entry:
     known = Known(reason=reason, link=section.scalar("link", str, ""), pattern=test or pattern,
                   entry=f"{section.path}:{section.node.start_mark.line + 1}")
     return Entry(known, re.compile(re.escape(test)) if test else _wildcards(pattern), section.integers("thresholds"),
-                 _wildcards(message) if message else None)
+                 _wildcards(message) if message else None, exact=bool(test))
 
 
 def _wildcards(pattern: str) -> re.Pattern[str]:
@@ -120,8 +121,11 @@ def _wildcards(pattern: str) -> re.Pattern[str]:
     return re.compile(".*".join(map(re.escape, pattern.split("*"))), re.DOTALL)
 
 
-def classify(comparison: Comparison, known: KnownRegressions, candidate: Iterable[TestResult]) -> Comparison:
-    """Move the regressions the file names to `known`; report named tests that now pass."""
+def classify(comparison: Comparison, known: KnownRegressions, candidate: Iterable[TestResult],
+             partial: bool = False) -> Comparison:
+    """Move the regressions the file names to `known`; report named tests that now pass. A pattern
+    none of whose tests regressed in a `partial` candidate (a shard, a selection) is not fixed: the
+    tests it names that fail may be in the part that did not run."""
     entries = known.entries(comparison.configuration, comparison.threshold)
     consulted = ", ".join(map(str, known.sources))
     if not entries:
@@ -136,7 +140,8 @@ def classify(comparison: Comparison, known: KnownRegressions, candidate: Iterabl
             named.append(replace(regression, known=entry.known))
     results = identity.index(candidate)
     fixed = [KnownFixed(test, results[test].module, entry.known)
-             for entry in entries if entry.message is None and not any(entry.matches(r.test) for r in comparison.regressions)
+             for entry in entries if entry.message is None and not (partial and not entry.exact)
+             and not any(entry.matches(r.test) for r in comparison.regressions)
              for test in results if results[test].outcome == Outcome.PASSED and entry.matches(test)]
     per_module_new, per_module_known = Counter(r.module for r in new), Counter(r.module for r in named)
     return replace(comparison, regressions=tuple(new), known=tuple(named), known_fixed=tuple(fixed),

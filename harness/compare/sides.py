@@ -31,6 +31,16 @@ class Side:
     parts: tuple[tuple[Path, RunRecord], ...] = ()
 
     @property
+    def partial(self) -> bool:
+        """Whether the runs are known to hold only part of their tier: narrowed to database entries or
+        stages, or some of a sweep's shards. A pattern's tests outside them are unknown."""
+        records = [record for _, record in self.parts] or ([self.record] if self.record else [])
+        if any(record.entries or record.stages for record in records):
+            return True
+        shards = [Shard.of(record.shard) for record in records if record.shard]
+        return bool(shards) and {shard.index for shard in shards} != set(range(1, shards[0].count + 1))
+
+    @property
     def label(self) -> str:
         if self.record is None:
             return ci_reports.describe(self.path) or self.path.name

@@ -172,9 +172,31 @@ def build_failure(error: BaseException) -> str | None:
 
 
 def deterministic(function: Callable[..., Any], *args: Any, **kwargs: Any) -> bool:
-    """Whether eager agrees with itself (from one RNG state) on these inputs: ops that return
-    uninitialized memory (`empty`, `new_empty_strided`) do not, and only their metadata is compared."""
+    """Whether eager agrees with itself (from one RNG state) on these inputs, also when PyTorch
+    fills uninitialized memory: ops that return it (`empty_like`, `new_empty_strided`) do not, and
+    only their metadata is compared. Two plain runs alone can agree by chance (the allocator hands
+    back the same block twice), then differ from a vmapped or compiled run: a false regression."""
     first, second = seeded(function, *args, **kwargs), seeded(function, *args, **kwargs)
+    with filling_uninitialized_memory():
+        filled = seeded(function, *args, **kwargs)
+    return _agree(first, second) and _agree(first, filled)
+
+
+@contextmanager
+def filling_uninitialized_memory() -> Iterator[None]:
+    """PyTorch's deterministic mode, which fills the memory `empty`-like ops return (NaN, or the
+    integer type's largest value); warnings only, for ops without a deterministic kernel."""
+    enabled, warn_only = torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            yield
+    finally:
+        torch.use_deterministic_algorithms(enabled, warn_only=warn_only)
+
+
+def _agree(first: Any, second: Any) -> bool:
     try:
         torch.testing.assert_close(first, second, equal_nan=True, check_dtype=False)
     except (AssertionError, TypeError, RuntimeError, ValueError):

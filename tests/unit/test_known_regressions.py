@@ -132,3 +132,19 @@ def test_the_shipped_file_names_real_configurations_and_reasons():
     assert entries and all(entry.known.reason for entry in entries)
     assert entries[0].matches("harness.interop.test_matrix::test_cell[hot-function-fullgraph]")
     assert not any(e.matches("harness.interop.test_matrix::test_cell[fresh-function-fullgraph]") for e in entries)
+
+
+def test_a_pattern_that_no_test_of_one_shard_regressed_is_not_fixed(tmp_path, capsys):
+    """Shard 2 of 6 of P3 listed 109 passing hot-state tests as "known, now fixed (remove their
+    entries)": the entry's failing tests were in other shards. A pattern is judged on a whole run; a
+    test id, on any run that holds it."""
+    entries = '    - pattern: "test_ops.TestX::test_*d*"\n      reason: fails for some entries\n' + KNOWN_ADD
+    outcomes = {"test_ops": {"test_add": "passed", "test_mul": "passed", "test_div": "passed"}}
+    stock = make_run(tmp_path / "r", "stock", None, outcomes, shard="2/6")
+    jit = make_run(tmp_path / "r", "cinderx-jit", 1000, outcomes, shard="2/6")
+    status, report = diff(stock, jit, "--known-regressions", known_file(tmp_path, entries), capsys=capsys)
+    assert status == 0 and [k["known_as"] for k in report["known_fixed"]] == ["test_ops.TestX::test_add"]
+    stock, jit = runs(tmp_path / "whole", outcomes["test_ops"])
+    status, report = diff(stock, jit, "--known-regressions", tmp_path / "known.yaml", capsys=capsys)
+    assert sorted(k["known_as"] for k in report["known_fixed"]) == [
+        "test_ops.TestX::test_*d*", "test_ops.TestX::test_*d*", "test_ops.TestX::test_add"]
