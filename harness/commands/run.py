@@ -150,11 +150,11 @@ def _target(target: str, tests_dir: Path) -> str:
 
 
 def _tier_files(tier: Tier, tests_dir: Path, stages: list[str] | None) -> list[str]:
+    """The tier's files, narrowed to `stages` of the tier's own source; a stage with a source of its
+    own (`source: torch`) has already become the tier's files (Tier.selecting)."""
     files = tier.discover(tests_dir)
-    if not stages:
-        return files
-    wanted = {pattern for stage in stages for pattern in tier.stages[stage]}
-    return [f for f in files if any(Path(f).match(pattern) for pattern in wanted)]
+    wanted = {pattern for stage in stages or () if stage in tier.stages for pattern in tier.stages[stage]}
+    return [f for f in files if any(Path(f).match(pattern) for pattern in wanted)] if wanted else files
 
 
 def _resume(args: argparse.Namespace) -> int:

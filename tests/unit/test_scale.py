@@ -14,6 +14,7 @@ from harness.record.store import RunDirectory, find_runs
 from harness.run.schedule import longest_first
 from harness.run.shards import parse_shard
 from harness.errors import HarnessError
+from harness.protocol import Setting
 from tests.conftest import FIXTURES
 
 SLOW = FIXTURES / "slow"
@@ -126,7 +127,24 @@ def test_p3_stage_selects_the_files_of_seed_003(tmp_path):
     assert sorted(f.file for f in record.files) == ["inductor/test_codecache.py", "inductor/test_pad_mm.py"]
     assert set(get_tier("p3").stages) == {"capture", "normalize", "post-grad", "ir", "codegen", "runtime",
                                           "caching", "cross-cutting", "interop", "ops-eager", "ops-aot-eager",
-                                          "ops-inductor", "modules", "optimizers", "hops", "transforms", "export"}
+                                          "ops-inductor", "modules", "optimizers", "hops", "python", "transforms",
+                                          "export"}
     bad = subprocess.run([sys.executable, "-m", "harness", "run", "--config", "stock", "--tier", "p3", "--tests-dir",
                           str(tmp_path), "--stage", "lowering"], capture_output=True, text=True)
     assert bad.returncode == 3 and "--stage lowering: tier 'p3' has no such stage" in bad.stderr
+
+
+@pytest.mark.integration
+def test_a_stage_of_the_bundled_suites_runs_alone_without_a_selection(tmp_path):
+    """`--stage export` with nothing else (the whole stage, as a nightly job runs it) stopped with an
+    internal error: the stage's files had already become the tier's."""
+    tiers = tmp_path / "tiers.yaml"
+    tiers.write_text("tiers:\n  mine:\n    source: pytorch\n    files: [test_*.py]\n    stages:\n"
+                     "      smoke: {source: torch, files: [harness/smoke/test_smoke.py]}\n"
+                     "    bundled:\n      description: the smoke test\n      files: [harness/smoke/test_*.py]\n")
+    done = subprocess.run([sys.executable, "-m", "harness", "run", "--config", "stock", "--tier", "mine", "--stage",
+                           "smoke", "--python", sys.executable, "--results", str(tmp_path / "results")],
+                          capture_output=True, text=True, env={**os.environ, Setting.TIERS: str(tiers)})
+    assert done.returncode == 0, done.stderr[-2000:]
+    [(_, record)] = find_runs(tmp_path / "results")
+    assert [f.file for f in record.files] == ["harness/smoke/test_smoke.py"] and record.stages == ("smoke",)
