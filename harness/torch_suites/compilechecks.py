@@ -332,6 +332,21 @@ def check_op(case: TestCase, device: str, dtype: torch.dtype, op: Any, backend: 
                                  input_gradients(sample.output_process_fn_grad(expected), inputs))
 
 
+def check_function(case: TestCase, function: Callable[..., Any], inputs: Callable[[bool], list[torch.Tensor]],
+                   backend: Backend, dynamic: bool | None = None) -> None:
+    """A user's function through torch.compile gives eager's outputs (and, past dynamo alone, the
+    input gradients of AOTAutograd's backward), on inputs built afresh for each run."""
+    grad = backend is not Backend.EAGER
+    ours, theirs = inputs(grad), inputs(grad)
+    counter = counting(backend)
+    actual = compiled(fresh_function(function, f"call_{function.__name__.strip('_')}"), backend, counter, dynamic)(*ours)
+    prove_compiled(counter, calls=1)
+    expected = function(*theirs)
+    case.assertEqual(actual, expected)
+    if grad:
+        case.assertEqual(input_gradients(actual, ours), input_gradients(expected, theirs))
+
+
 def first_op_sample(op: Any, device: str, dtype: torch.dtype) -> tuple[tuple[Any, ...], dict[str, Any]]:
     sample = next(iter(op.sample_inputs(device, dtype, requires_grad=False)))
     return (sample.input, *sample.args), dict(sample.kwargs)

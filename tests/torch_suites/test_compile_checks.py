@@ -109,3 +109,35 @@ def test_a_failed_inductor_build_fails_the_test_naming_the_compilers_message(tmp
     message = f"InductorBuildFailed: {failed.value}"
     assert "kernel.cpp:7:5: error: the machine's compiler refused this" in message
     assert classify("failed", message) == "Inductor's C++ build failed"
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_user_python_through_torch_compile_must_be_captured_and_give_eagers_numbers_and_gradients(backend):
+    """The `python` stage's check (compilechecks.check_function) on one of its cases: it passes, a
+    silent fallback to eager fails it, and so does compiled code that computes other numbers (in
+    the forward, or only in what AOTAutograd's backward gives)."""
+    import torch
+
+    from harness.torch_suites.compilechecks import Backend, FallbackToEager, check_function
+    from harness.torch_suites.pythonpaths import CASES
+    from tests.torch_suites.test_transform_checks import Case
+
+    chosen = Backend(backend)
+    closures = next(case for case in CASES if case.name == "closures")
+    check_function(Case(), closures.function, closures.inputs, chosen)
+    with torch.compiler.set_stance("force_eager"), pytest.raises(FallbackToEager, match="captured no graph"):
+        check_function(Case(), closures.function, closures.inputs, chosen)
+
+    def differs(x):
+        return closures.function(x) * (2 if torch.compiler.is_compiling() else 1)
+
+    with pytest.raises(AssertionError, match="not close"):
+        check_function(Case(), differs, closures.inputs, chosen)
+
+    def gradient_differs(x):  # the same forward numbers; under compilation, the gradient doubles
+        y = closures.function(x)
+        return y + (y - y.detach()) if torch.compiler.is_compiling() else y
+
+    if chosen is Backend.AOT_EAGER:
+        with pytest.raises(AssertionError, match="not close"):
+            check_function(Case(), gradient_differs, closures.inputs, chosen)
