@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -43,17 +42,20 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 # pytest-xdist (`nox -s tests` runs a worker per core) hands out a module at a time, so a module's
 # fixtures are built once; these modules run nox on the project's own environments (.nox/ under the
-# root) and share them, so they are one unit of work, run one after another on one worker.
-SHARED_NOX = "the project's nox environments"
-SHARED_NOX_MODULES = frozenset(f"tests/e2e/{name}.py" for name in (
-    "test_cinderx_end_to_end", "test_culprit_end_to_end", "test_interop_end_to_end", "test_p3_compile",
-    "test_pytorch_suites"))
+# root): the modules sharing a tier's environments are one unit of work, run one after another on one
+# worker (the two units meet only in the `diff` session, locked: tests/e2e/test_cinderx_end_to_end.py).
+SHARED_NOX = {
+    **dict.fromkeys(("test_cinderx_end_to_end", "test_culprit_end_to_end", "test_interop_end_to_end"),
+                    "the project's p0 nox environments"),
+    **dict.fromkeys(("test_pytorch_suites", "test_p3_compile"), "the project's p1, p2 and p3 nox environments"),
+}
 
 
 def work_unit(nodeid: str) -> str:
-    """What pytest-xdist hands a worker at once: the test's module, or the shared modules together."""
+    """What pytest-xdist hands a worker at once: the test's module, or the modules sharing environments."""
     module = nodeid.split("::", 1)[0]
-    return SHARED_NOX if module in SHARED_NOX_MODULES else module
+    return SHARED_NOX.get(module.removeprefix("tests/e2e/").removesuffix(".py"), module) \
+        if module.startswith("tests/e2e/") else module
 
 
 @pytest.hookimpl(optionalhook=True)  # the fixture files' child pytest processes may run without pytest-xdist
@@ -72,7 +74,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
 def _schedule_rank(item: pytest.Item) -> int:
     """Workers take the units in collection order (`--no-loadscope-reorder`): the shared modules first,
     as they are the longest unit and run on one worker, then the slower kinds first."""
-    if work_unit(item.nodeid) == SHARED_NOX:
+    if work_unit(item.nodeid) in SHARED_NOX.values():
         return 0
     return next((rank for rank, kind in enumerate(reversed(KINDS), start=1)
                  if item.get_closest_marker(kind)), len(KINDS) + 1)  # last: a fixture file's test, run by a test

@@ -6,11 +6,14 @@ they never skip: if provisioning fails, they fail. Expensive steps run once per 
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import sqlite3
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -36,12 +39,35 @@ def sessions_named(args: tuple[str, ...]) -> set[str]:
     return set(named[:next((i for i, arg in enumerate(named) if arg.startswith("-")), len(named))])
 
 
+# The one environment both units of e2e modules (tests/conftest.py: SHARED_NOX) run in, each unit on a
+# worker of its own: installing it (a worker's first call) waits until no worker runs it, and back.
+SHARED_SESSION = "diff"
+
+
+@contextmanager
+def shared_session(sessions: set[str], installs: bool) -> Iterator[None]:
+    """Hold the shared session's lock: exclusive to install it, shared to run it as it is."""
+    if SHARED_SESSION not in sessions:
+        yield
+        return
+    lock = ROOT / ".nox" / f"{SHARED_SESSION}.tests-lock"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock, "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX if installs else fcntl.LOCK_SH)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 def nox(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     """nox on the project's noxfile; each session's environment is installed once per pytest process."""
     sessions = sessions_named(args)
-    reuse = ("--no-install",) if sessions and sessions <= INSTALLED else ()
-    done = subprocess.run([sys.executable, "-m", "nox", "-f", str(ROOT / "noxfile.py"), *reuse, *args],
-                          capture_output=True, text=True, env={**os.environ, **env}, cwd=ROOT)
+    installs = not (sessions and sessions <= INSTALLED)
+    with shared_session(sessions, installs):
+        done = subprocess.run([sys.executable, "-m", "nox", "-f", str(ROOT / "noxfile.py"),
+                               *(() if installs else ("--no-install",)), *args],
+                              capture_output=True, text=True, env={**os.environ, **env}, cwd=ROOT)
     if done.returncode == 0:
         INSTALLED.update(sessions)
     return done
