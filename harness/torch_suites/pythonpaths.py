@@ -30,7 +30,8 @@ SCALE = 0.5  # a global the traced code reads
 
 @dataclass(frozen=True)
 class Case:
-    """One construct: `function` over tensors of `shapes` (float32, from seed 0)."""
+    """One construct: `function` over tensors of `shapes` (float32, from seed 0): one (4, 3) tensor
+    per parameter of the function."""
 
     name: str
     function: Callable[..., Any]
@@ -399,40 +400,11 @@ def _autograd(x):
     return y.sum(dim=1, keepdim=True) * x + y.detach().cos()
 
 
-CASES = tuple(Case(name.removeprefix("_"), function, shapes) for name, function, shapes in (
-    ("_dicts", _dicts, ((4, 3),)),
-    ("_lists", _lists, ((4, 3),)),
-    ("_sort_keys", _sort_keys, ((4, 3),)),
-    ("_tuples", _tuples, ((4, 3), (4, 3))),
-    ("_sets", _sets, ((4, 3),)),
-    ("_strings", _strings, ((4, 3),)),
-    ("_closures", _closures, ((4, 3),)),
-    ("_generators", _generators, ((4, 3),)),
-    ("_iteration", _iteration, ((4, 3), (4, 3))),
-    ("_loops", _loops, ((4, 3),)),
-    ("_itertools", _itertools, ((4, 3),)),
-    ("_functools", _functools, ((4, 3),)),
-    ("_math", _math, ((4, 3),)),
-    ("_builtins", _builtins, ((4, 3),)),
-    ("_classes", _classes, ((4, 3),)),
-    ("_dataclasses", _dataclasses, ((4, 3), (4, 3))),
-    ("_namedtuples", _namedtuples, ((4, 3), (4, 3))),
-    ("_enums", _enums, ((4, 3),)),
-    ("_exceptions", _exceptions, ((4, 3),)),
-    ("_context_managers", _context_managers, ((4, 3),)),
-    ("_generator_context_managers", _generator_context_managers, ((4, 3),)),
-    ("_recursion", _recursion, ((4, 3),)),
-    ("_arguments", _arguments, ((4, 3), (4, 3))),
-    ("_globals", _globals, ((4, 3),)),
-    ("_collections", _collections, ((4, 3),)),
-    ("_modules", _modules, ((4, 3),)),
-    ("_shape_arithmetic", _shape_arithmetic, ((4, 3),)),
-    ("_indexing", _indexing, ((4, 3),)),
-    ("_lists_of_tensors", _lists_of_tensors, ((4, 3), (4, 3))),
-    ("_dtypes", _dtypes, ((4, 3),)),
-    ("_lambdas", _lambdas, ((4, 3),)),
-    ("_walrus_and_match", _walrus_and_match, ((4, 3),)),
-    ("_comprehensions", _comprehensions, ((4, 3),)),
-    ("_methods_as_values", _methods_as_values, ((4, 3),)),
-    ("_autograd", _autograd, ((4, 3),)),
+CASES = tuple(Case(function.__name__.removeprefix("_"), function, ((4, 3),) * function.__code__.co_argcount)
+              for function in (
+    _dicts, _lists, _sort_keys, _tuples, _sets, _strings, _closures, _generators, _iteration, _loops,
+    _itertools, _functools, _math, _builtins, _classes, _dataclasses, _namedtuples, _enums, _exceptions,
+    _context_managers, _generator_context_managers, _recursion, _arguments, _globals, _collections, _modules,
+    _shape_arithmetic, _indexing, _lists_of_tensors, _dtypes, _lambdas, _walrus_and_match, _comprehensions,
+    _methods_as_values, _autograd,
 ))
