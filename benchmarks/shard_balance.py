@@ -11,7 +11,10 @@ is the shortest the longest shard could be: a test cannot be split, so no shard 
 the longest test plus its file's start, nor than the work over N.
 
     python benchmarks/shard_balance.py --db RESULTS/harness.db [--tier p1] [--config stock]
-        [--threshold N] [--shards 2 3 4 6 8] [--target-minutes 30]
+        [--measured CONFIG] [--threshold N] [--shard I/N] [--shards 2 3 4 6 8] [--target-minutes 30]
+
+`--shard I/N` measures a shard run instead of a whole one (a tier too big to run whole in one
+sitting, such as breadth): its tests are then split again into --shards.
 
 It also prints the CPU seconds of the measured run and how many shards keep each under
 --target-minutes (what the CI workflow's shard count follows).
@@ -94,16 +97,18 @@ def main() -> None:
     parser.add_argument("--config", default="stock", help="the baseline configuration (its runs weigh the shards)")
     parser.add_argument("--measured", help="configuration whose newest run is the measured one (default: --config)")
     parser.add_argument("--threshold", type=int, help="the measured configuration's JIT threshold")
+    parser.add_argument("--shard", help="the measured run is this shard (I/N) of its tier, not a whole run")
     parser.add_argument("--shards", type=int, nargs="+", default=[2, 3, 4, 6, 8])
     parser.add_argument("--target-minutes", type=float, default=30.0)
     args = parser.parse_args()
     connection = read_only(args.db)
     measured = connection.execute(
         "SELECT identity, torch, started FROM runs WHERE tier = ? AND configuration = ? AND threshold IS ? "
-        "AND status = 'complete' AND shard IS NULL ORDER BY started DESC LIMIT 1",
-        (args.tier, args.measured or args.config, args.threshold)).fetchone()
+        "AND status = 'complete' AND shard IS ? ORDER BY started DESC LIMIT 1",
+        (args.tier, args.measured or args.config, args.threshold, args.shard)).fetchone()
     if measured is None:
-        sys.exit(f"{args.db}: no complete unsharded {args.measured or args.config} run of tier {args.tier}")
+        which = f"shard {args.shard}" if args.shard else "unsharded"
+        sys.exit(f"{args.db}: no complete {which} {args.measured or args.config} run of tier {args.tier}")
     identity, torch, started = measured
     truth = durations.read_history(connection, (identity,))
     earlier = tuple(row[0] for row in connection.execute(
