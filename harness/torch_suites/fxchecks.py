@@ -119,23 +119,28 @@ def transformer(case: TestCase, s: Subject) -> Run:
     return lambda: rebuilt(*s.inputs)
 
 
+def run_keeping_values(graph: fx.GraphModule, *inputs: Any) -> tuple[Any, dict[fx.Node, Any]]:
+    """The graph run by fx's Interpreter from one RNG state: its output, and every node's value."""
+    interpreter = fx.Interpreter(graph, garbage_collect_values=False)
+    output = seeded(interpreter.run, *inputs)
+    return output, interpreter.env
+
+
+def assert_recorded(case: TestCase, values: dict[fx.Node, Any], recorded: Callable[[fx.Node], Any]) -> None:
+    """Each tensor node's recorded shape and dtype (a pass's metadata) are those it computed."""
+    for node, value in values.items():
+        if isinstance(value, torch.Tensor):
+            meta = recorded(node)
+            case.assertEqual((meta.shape, meta.dtype), (value.shape, value.dtype), msg=f"node {node.name}")
+
+
 def shape_prop(case: TestCase, s: Subject) -> Run:
     """ShapeProp's recorded shapes and dtypes are those the graph's nodes compute."""
     from torch.fx.passes.shape_prop import ShapeProp
 
     ShapeProp(s.graph).propagate(*s.inputs)
-    seen: dict[str, Any] = {}
-
-    class Recorder(fx.Interpreter):
-        def run_node(self, node: fx.Node) -> Any:
-            seen[node.name] = result = super().run_node(node)
-            return result
-
-    output = Recorder(s.graph).run(*s.inputs)
-    for node in s.graph.graph.nodes:
-        value, meta = seen.get(node.name), node.meta.get("tensor_meta")
-        if isinstance(value, torch.Tensor):
-            case.assertEqual((meta.shape, meta.dtype), (value.shape, value.dtype), msg=f"node {node.name}")
+    output, values = run_keeping_values(s.graph, *s.inputs)
+    assert_recorded(case, values, lambda node: node.meta["tensor_meta"])
     return lambda: output
 
 
@@ -146,13 +151,9 @@ def fake_tensor_prop(case: TestCase, s: Subject) -> Run:
 
     graph = s.aten()
     FakeTensorProp(graph, FakeTensorMode(allow_non_fake_inputs=True)).propagate(*s.flat_inputs())
-    real = fx.Interpreter(graph, garbage_collect_values=False)
-    real.run(*s.flat_inputs())
-    for node, value in real.env.items():
-        fake = node.meta.get("val")
-        if isinstance(value, torch.Tensor):
-            case.assertEqual((fake.shape, fake.dtype), (value.shape, value.dtype), msg=f"node {node.name}")
-    return lambda: graph(*s.flat_inputs())
+    output, values = run_keeping_values(graph, *s.flat_inputs())
+    assert_recorded(case, values, lambda node: node.meta["val"])
+    return lambda: output
 
 
 def split_module(case: TestCase, s: Subject) -> Run:
