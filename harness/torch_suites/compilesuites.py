@@ -10,7 +10,7 @@ from typing import Any
 
 import torch
 from torch.testing._internal.common_device_type import ops
-from torch.testing._internal.common_modules import modules
+from torch.testing._internal.common_modules import TrainEvalMode, modules
 from torch.testing._internal.common_optimizers import optims
 from torch.testing._internal.common_utils import TestCase
 
@@ -72,6 +72,18 @@ def module_test(chosen: list, backend: Backend) -> Callable[..., None]:
     @modules(chosen, allowed_dtypes=(torch.float32,))
     def test(self: TestCase, device: str, dtype: torch.dtype, module_info: Any, training: bool) -> None:
         check_module(self, device, dtype, module_info, training, backend)
+    return test
+
+
+ModuleCheck = Callable[[TestCase, Any, str, torch.dtype], None]  # (case, module_info, device, dtype)
+
+
+def eval_module_test(chosen: list, check: ModuleCheck) -> Callable[..., None]:
+    """`check` over the chosen ModuleInfos in eval mode only (CPU, float32): for stages that compile or
+    rewrite a module for inference (the `fx` passes, Inductor's modes)."""
+    @modules(chosen, allowed_dtypes=(torch.float32,), train_eval_mode=TrainEvalMode.eval_only)
+    def test(self: TestCase, device: str, dtype: torch.dtype, module_info: Any, training: bool) -> None:
+        check(self, module_info, device, dtype)
     return test
 
 

@@ -105,7 +105,7 @@ def test_p3_runs_torch_compile_over_the_databases_without_a_checkout(monkeypatch
     assert tier.source == "torch" and tests_dir == HARNESS_ROOT and tier.entry == "pytest"
     assert tier.files == ("harness/torch_suites/p3/test_*.py", "harness/interop/test_*.py")
     assert tier.env["TORCHINDUCTOR_COMPILE_THREADS"] == "1" and tier.env["OMP_NUM_THREADS"] == "1"
-    assert len(tier.discover(tests_dir)) == 13  # nine database modules, user-style Python, fx passes, the matrix's two
+    assert len(tier.discover(tests_dir)) == 14  # nine database modules, user-style Python, fx passes, Inductor modes, the matrix's two
     stage, stage_dir = get_tier("p3").selecting(["ops-inductor"]).located(None)
     assert stage.files == ("harness/torch_suites/p3/test_compile_ops_inductor.py",) and stage_dir == HARNESS_ROOT
     assert stage.env["TORCHINDUCTOR_COMPILE_THREADS"] == "1"

@@ -128,7 +128,7 @@ def test_p3_stage_selects_the_files_of_seed_003(tmp_path):
     assert set(get_tier("p3").stages) == {"capture", "normalize", "post-grad", "ir", "codegen", "runtime",
                                           "caching", "cross-cutting", "interop", "ops-eager", "ops-aot-eager",
                                           "ops-inductor", "modules", "optimizers", "hops", "python", "fx",
-                                          "transforms", "export"}
+                                          "inductor-modes", "transforms", "export"}
     bad = subprocess.run([sys.executable, "-m", "harness", "run", "--config", "stock", "--tier", "p3", "--tests-dir",
                           str(tmp_path), "--stage", "lowering"], capture_output=True, text=True)
     assert bad.returncode == 3 and "--stage lowering: tier 'p3' has no such stage" in bad.stderr
