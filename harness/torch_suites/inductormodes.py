@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import torch
 from torch.testing._internal.common_utils import TestCase
@@ -136,7 +137,7 @@ def aot_inductor(module: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[st
     with backend_settings(Backend.INDUCTOR), config.patch(settings(Mode.AOT_INDUCTOR, folder)):
         package = torch._inductor.aoti_compile_and_package(program, package_path=str(folder / "model.pt2"))
     try:
-        with temporary_files_in(folder):  # the loader unpacks the package under TMPDIR and leaves it there
+        with mock.patch.dict(os.environ, TMPDIR=str(folder)):  # the loader unpacks under TMPDIR and leaves it there
             loaded = torch._inductor.aoti_load_package(package)
     except RuntimeError as error:
         if EXECUTABLE_STACK in str(error):
@@ -156,9 +157,8 @@ def prove(mode: Mode, result: Compiled, module: torch.nn.Module, inputs: int, fo
     missing = {
         Mode.CPP_WRAPPER: lambda: None if "CppWrapperCodeCache" in result.code
         else "the output code is a Python wrapper, not a C++ one",
-        Mode.FREEZING: lambda: None if not _has_weights(module) or _call_arguments(result.code) <= inputs
-        else f"the compiled graph takes {_call_arguments(result.code)} arguments for {inputs} input tensors: "
-             "its weights were not frozen into it",
+        Mode.FREEZING: lambda: None if not _has_weights(module) or (taken := _call_arguments(result.code)) <= inputs
+        else f"the compiled graph takes {taken} arguments for {inputs} input tensors: its weights were not frozen into it",
         Mode.MAX_AUTOTUNE: lambda: None if not _GEMM.search(result.code) or result.counters.get("cpp_templated_kernel_counter")
         else "the graph multiplies matrices, yet no C++ GEMM template was generated",
         Mode.DEBUG_TRACE: lambda: _missing_trace(folder),
@@ -194,19 +194,6 @@ def scratch() -> Iterator[Path]:
     with tempfile.TemporaryDirectory(prefix="inductor-mode-") as folder:
         yield Path(folder)
 
-
-@contextmanager
-def temporary_files_in(folder: Path) -> Iterator[None]:
-    """TMPDIR (read by C++ code that makes temporary folders) set to `folder` meanwhile."""
-    before = os.environ.get("TMPDIR")
-    os.environ["TMPDIR"] = str(folder)
-    try:
-        yield
-    finally:
-        if before is None:
-            del os.environ["TMPDIR"]
-        else:
-            os.environ["TMPDIR"] = before
 
 
 def run_mode(mode: Mode, module: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any],
