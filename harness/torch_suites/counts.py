@@ -32,7 +32,6 @@ from harness.run.collect import Collected, collect, collect_together
 from harness.torch_suites.catalog import ROOT, bundled_files
 
 DATA = Path(__file__).resolve().parent / "data" / "pytorch_counts.yaml"
-OTHERS = "(others)"  # PyTorch's classes the data file does not name one by one
 COLUMNS = {"ours": ("p1", "p2", "p3"), "breadth": ("breadth",)}  # column -> the tiers it counts
 OTHER_DEVICES = re.compile(r"(CUDA|MPS|XPU|META|Meta|LAZY|PRIVATEUSE1|HPU)$")
 

@@ -281,6 +281,40 @@ def fn_fwgrad_bwgrad(case: TestGradients, device: str, dtype: torch.dtype, op) -
                         lambda: case._check_helper(device, dtype, op, op.get_op(), "fwgrad_bwgrad"))
 
 
+def forward_ad_with_python_scalar(case: TestCase, device: str, dtype: torch.dtype, op) -> None:
+    """TestForwardADWithScalars.test_0d_tensor_with_python_scalar: a 0-d dual tensor combined with a
+    Python scalar, on either side the op accepts one, keeps its tangent in the primal's dtype (a
+    scalar must not promote one and not the other)."""
+    if not op.supports_forward_ad or dtype not in op.supported_backward_dtypes(device):
+        case.skipTest("Skipped! The op has no forward AD in this dtype.")
+    from torch.autograd import forward_ad
+
+    sides = [(True, op.supports_rhs_python_scalar), (False, op.supports_one_python_scalar)]
+    with forward_ad.dual_level():
+        dual = forward_ad.make_dual(torch.ones((), device=device, dtype=dtype),
+                                    torch.ones((), device=device, dtype=dtype))
+        for scalar_right, supported in sides:
+            if supported:
+                result = forward_ad.unpack_dual(op(dual, 2.0) if scalar_right else op(2.0, dual))
+                case.assertEqual(result.primal.dtype, result.tangent.dtype,
+                                 msg=f"scalar on the {'right' if scalar_right else 'left'}")
+
+
+SELF_KEYWORD_CALLS = (  # ATen overloads whose first argument is named `self`, called by keyword only
+    (torch.ops.aten.reshape.default, lambda: {"self": torch.arange(6.0).reshape(1, 6), "shape": [3, 2]}),
+    (torch.ops.aten.min.default, lambda: {"self": torch.linspace(-1.0, 1.0, 100)}),
+)
+
+
+def self_kwargs(case: TestCase) -> None:
+    """TestSelfKwarg.test_self_kwargs: an ATen overload takes its `self` argument by keyword (a
+    schema argument named like Python's method receiver must still bind), with the result of the
+    positional call."""
+    for overload, arguments in SELF_KEYWORD_CALLS:
+        keywords = arguments()
+        case.assertEqual(overload(**keywords), overload(*keywords.values()), msg=str(overload))
+
+
 def _skip_without_inplace_autograd(case: TestGradients, device: str, dtype: torch.dtype, op) -> None:
     case._skip_helper(op, device, dtype)
     if not op.inplace_variant or not op.supports_inplace_autograd:

@@ -400,11 +400,312 @@ def _autograd(x):
     return y.sum(dim=1, keepdim=True) * x + y.detach().cos()
 
 
+class Bag:
+    """A user container: __slots__, the sequence protocol, truth, `in` and `+`."""
+
+    __slots__ = ("items", "scale")
+
+    def __init__(self, items, scale: float) -> None:
+        self.items = list(items)
+        self.scale = scale
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __iter__(self):
+        return iter(self.items)
+
+    def __contains__(self, index: int) -> bool:
+        return 0 <= index < len(self.items)
+
+    def __bool__(self) -> bool:
+        return bool(self.items)
+
+    def __add__(self, other: Bag) -> Bag:
+        return Bag(self.items + other.items, self.scale)
+
+
+class Fallback:
+    """Attributes it lacks come from __getattr__; it compares and hashes by value."""
+
+    def __init__(self, key: str) -> None:
+        self.key = key
+
+    def __getattr__(self, name: str) -> float:
+        return float(len(name))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Fallback) and other.key == self.key
+
+    def __hash__(self) -> int:
+        return hash(self.key)
+
+
+class Registry(dict):
+    def total(self):
+        return sum(self.values())
+
+
+class Stack(list):
+    def peek(self):
+        return self[-1]
+
+
+class Positive:
+    """A data descriptor that stores the absolute value under a private name."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.private = "_" + name
+
+    def __get__(self, instance: Any, owner: type | None = None) -> float:
+        return getattr(instance, self.private)
+
+    def __set__(self, instance: Any, value: float) -> None:
+        setattr(instance, self.private, abs(value))
+
+
+class Counted(type):
+    """A metaclass that counts the classes made with it."""
+
+    made: list[str] = []
+
+    def __new__(mcs, name: str, bases: tuple[type, ...], namespace: dict[str, Any]) -> Counted:
+        mcs.made.append(name)
+        return super().__new__(mcs, name, bases, namespace)
+
+
+class Gain(metaclass=Counted):
+    level = Positive()
+
+    def __init__(self, level: float) -> None:
+        self.level = level
+
+    @functools.cached_property
+    def squared(self) -> float:
+        return self.level ** 2
+
+
+class Settings:
+    """A global object whose attributes the traced code reads and changes (side effects)."""
+
+    calls = 0
+    mode = "train"
+
+
+SETTINGS = Settings()
+LOG: list[int] = []
+TABLE = {"scale": 2.0, "names": ("a", "b")}
+LIMIT = 3
+DTYPE = torch.float64
+
+
+class Failure(Exception):
+    """A user exception; its code travels in `args` (dynamo cannot trace an exception's own __init__)."""
+
+
+def _user_protocols(x):
+    bag = Bag(x.unbind(0), 2.0) + Bag([x[0]], 1.0)
+    total = sum(t * bag.scale for t in bag)
+    names = {Fallback("a"): 1.0, Fallback("b"): 2.0}
+    return total + len(bag) + (2 in bag) + (x if bag else -x) + names[Fallback("b")] + Fallback("c").anything
+
+
+def _user_containers(x):
+    registry = Registry(a=x, b=x * 2)
+    registry["c"] = x.sin()
+    stack = Stack([x, x + 1])
+    stack.append(x * 3)
+    stack.extend([x.cos()])
+    return registry.total() + stack.peek() + len(stack) * len(registry) + isinstance(stack, list)
+
+
+def _descriptors_and_metaclasses(x):
+    gain = Gain(-2.0)
+    gain.level = -3.0
+    return x * gain.level + gain.squared + len(Counted.made) + (type(gain).__name__ == "Gain")
+
+
+def _dict_methods(x):
+    table = dict(zip("abc", (x, x * 2, x * 3)))
+    merged = table | {"d": x.exp()}
+    merged |= {"e": -x}
+    removed = merged.pop("a") + merged.pop("z", x)
+    last_key, last = merged.popitem()
+    shared = merged.keys() & {"b", "c", "q"}
+    copied = merged.copy()
+    del copied["b"]
+    copied.clear()
+    defaults = dict.fromkeys(["u", "v"], 1.5)
+    ordered = sorted(merged, reverse=True)
+    return (removed + last + sum(merged[k] for k in sorted(shared)) + len(copied) + sum(defaults.values())
+            + len(ordered[0]) + ("c" in merged) + list(reversed(merged))[0].count("c") + (last_key == "e"))
+
+
+def _set_methods(x):
+    seen = {1, 2}
+    seen.add(3)
+    seen.update([4, 5])
+    seen.discard(9)
+    seen.remove(1)
+    frozen = frozenset({2, 3, 10})
+    parts = (seen - frozen, seen ^ frozen, seen.intersection(frozen), seen.union({7}))
+    flags = (seen.issubset({2, 3, 4, 5, 6}), seen.issuperset({2}), seen.isdisjoint({11}), frozen < {2, 3, 10, 11})
+    squares = {n * n for n in seen if n % 2 == 0}
+    return x * sum(len(p) for p in parts) + sum(flags) + x * max(squares) + sorted(seen)[0]
+
+
+def _list_methods(x):
+    values = [5, 3, 8, 3, 1]
+    values.remove(8)
+    values.reverse()
+    values.sort(key=lambda v: -v)
+    copied = values.copy()
+    copied[1:3] = [7, 7, 7]
+    del copied[0]
+    doubled = values * 2
+    pair = (values.index(3), values.count(3), (1, 2, 2).count(2), (4, 5).index(5))
+    rows = list(x.unbind(0))
+    rows[::2] = [row * 10 for row in rows[::2]]
+    return (torch.stack(rows) + sum(pair) + len(doubled) + copied[-1] + ([1, 2] < [1, 3])
+            + (values == sorted(values, reverse=True)))
+
+
+def _string_methods(x):
+    text = "  Conv2d_layer.weight  ".strip()
+    head, _, tail = text.partition(".")
+    label = "{}:{:>6.2f}|%s" % tail
+    parts = [head.lower(), head.title(), text.replace("_", "-"), label.format(head, 1.5), "7".zfill(3)]
+    score = sum(len(p) for p in parts) + text.find("layer") + ("42".isdigit()) + len("a\nb\nc".splitlines())
+    return x * score + (x if text.endswith("weight") and f"{head!r}".startswith("'") else -x)
+
+
+def _more_itertools(x):
+    rows = x.unbind(0)
+    longest = list(itertools.zip_longest(rows, rows[:2], fillvalue=x[0] * 0))
+    grouped = {key: len(list(group)) for key, group in itertools.groupby("aabbbc")}
+    kept = list(itertools.takewhile(lambda v: v < 3, [1, 2, 3, 1])) + list(itertools.dropwhile(lambda v: v < 3, [1, 4, 1]))
+    combos = len(list(itertools.combinations(range(4), 2))) + len(list(itertools.permutations(range(3))))
+    starred = list(itertools.starmap(operator.mul, [(2, 3), (4, 5)]))
+    first, second = itertools.tee(iter(rows), 2)
+    picked = list(itertools.compress(rows, [1, 0, 1, 0])) + list(itertools.filterfalse(lambda t: False, [x[1]]))
+    cycled = list(itertools.islice(itertools.cycle([1, 2]), 5)) + list(itertools.repeat(3, 2))
+    batches = list(itertools.batched(range(5), 2))
+    return (sum(a * b for a, b in longest) + grouped["b"] + sum(kept) + combos + sum(starred) + next(first)
+            + next(second) + sum(picked) + sum(cycled) + len(batches))
+
+
+def _more_builtins(x):
+    holder = Settings()
+    setattr(holder, "extra", 2.5)
+    gained = getattr(holder, "extra") + getattr(holder, "missing", 1.0)
+    delattr(holder, "extra")
+    checks = (callable(len), issubclass(bool, int), isinstance(x, (int, torch.Tensor)), type(x) is torch.Tensor,
+              hasattr(holder, "extra"), id(holder) == id(holder), ord("a") - 96, len(chr(66)), bool(0), int(3.9))
+    extremes = (max([3, 1, 2], key=lambda v: -v), min([], default=4), max(2, 7), sorted("cab", reverse=True)[0] == "c")
+    ranges = (range(10)[2:8:3][-1], 5 in range(0, 10, 5), range(4).index(2), slice(1, 3).stop)
+    zipped = sum(a * b for a, b in zip([1, 2], [3, 4], strict=True))
+    return (x * gained + sum(checks) + sum(extremes) + sum(ranges) + zipped + sum([1, 2], start=3)
+            + divmod(-7, 2)[0] + pow(3, 2, 5) + abs(-2.5) + hash((1, 2)) % 1 + round(7.25, 1))
+
+
+def _generator_protocol(x):
+    def accumulate():
+        total = 0.0
+        while True:
+            value = yield total
+            if value is None:
+                return total
+            total += value
+
+    def delegate():
+        result = yield from accumulate()
+        yield result * 10
+
+    running = accumulate()
+    next(running)
+    running.send(2.0)
+    state = running.send(3.0)
+    chained = delegate()
+    next(chained)
+    chained.send(1.0)
+    last = chained.send(None)
+    return x * state + last + any(v > 1 for v in (0, 2)) + all(v for v in [1, 2])
+
+
+def _exception_handling(x):
+    def check(value: float) -> float:
+        if value < 0:
+            raise Failure(int(-value)) from ValueError("negative")
+        return value
+
+    codes = []
+    for value in (1.0, -2.0, 3.0):
+        try:
+            x = x + check(value)
+        except (KeyError, Failure) as error:
+            codes.append(error.args[0])
+        else:
+            x = x * 1.5
+    try:
+        assert LIMIT == 3, "the global moved"
+        [][1]
+    except IndexError as error:
+        codes.append(len(error.args))
+    with contextlib.suppress(Failure):
+        raise Failure(5)
+    return x + sum(codes)
+
+
+def _global_state(x):
+    SETTINGS.calls += 1
+    LOG.append(len(LOG))
+    scale = TABLE["scale"] * len(TABLE["names"]) if SETTINGS.mode == "train" else 1.0
+    return x.to(DTYPE) * scale + LIMIT + (SETTINGS.calls > 0) + (LOG[-1] >= 0)
+
+
+def _functools_more(x):
+    @functools.lru_cache(maxsize=None)
+    def factor(n: int) -> float:
+        return float(n) * 0.5
+
+    def logged(function):
+        @functools.wraps(function)
+        def wrapper(*args, **kwargs):
+            return function(*args, **kwargs) + 1
+        return wrapper
+
+    @logged
+    def shift(t: torch.Tensor, by: float = 0.0) -> torch.Tensor:
+        return t + by
+
+    weigh = functools.partial(shift, by=factor(4))
+    again = functools.partial(weigh)
+    order = sorted([3, 1, 2], key=functools.cmp_to_key(lambda a, b: b - a))
+    return again(x) + order[0] + len(shift.__name__) + factor(2)
+
+
+def _operator_more(x):
+    rows = list(x.unbind(0))
+    first, third = operator.itemgetter(0, 2)(rows)
+    upper = operator.methodcaller("clamp", min=0.0)(x)
+    total = operator.iadd(first * 1, third)
+    return (upper + total + operator.neg(x) + operator.truediv(x, 2) + operator.getitem(rows, 1)
+            + operator.contains([1, 2], 2) + operator.index(3) + operator.is_(None, None))
+
+
+def _math_more(x):
+    return (x * math.prod([1, 2, 3]) + math.gcd(12, 18) + math.comb(5, 2) + math.factorial(4) + math.trunc(-2.5)
+            + math.ceil(1.2) + math.copysign(2.0, -1.0) + math.hypot(3.0, 4.0) + math.degrees(math.pi)
+            + math.exp(1.0) + math.log(100, 10) + math.isfinite(math.inf) + math.fsum([0.1] * 10))
+
+
 CASES = tuple(Case(function.__name__.removeprefix("_"), function, ((4, 3),) * function.__code__.co_argcount)
               for function in (
     _dicts, _lists, _sort_keys, _tuples, _sets, _strings, _closures, _generators, _iteration, _loops,
     _itertools, _functools, _math, _builtins, _classes, _dataclasses, _namedtuples, _enums, _exceptions,
     _context_managers, _generator_context_managers, _recursion, _arguments, _globals, _collections, _modules,
     _shape_arithmetic, _indexing, _lists_of_tensors, _dtypes, _lambdas, _walrus_and_match, _comprehensions,
-    _methods_as_values, _autograd,
+    _methods_as_values, _autograd, _user_protocols, _user_containers, _descriptors_and_metaclasses,
+    _dict_methods, _set_methods, _list_methods, _string_methods, _more_itertools, _more_builtins, _generator_protocol,
+    _exception_handling, _global_state, _functools_more, _operator_more, _math_more,
 ))

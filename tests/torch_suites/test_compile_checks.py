@@ -45,6 +45,30 @@ def test_a_captured_graph_that_ran_is_proof_and_a_graph_break_is_not():
         prove_compiled(counter, calls=1)
 
 
+
+def test_a_graph_of_tensor_methods_is_work_and_a_graph_of_nothing_is_refused():
+    """`x.contiguous()` and `x.sum()` reach the graph as methods (`call_method`): the backend takes
+    them for work (they once failed as "empty graphs"); a graph that calls nothing (dynamo hands one
+    over between graph breaks under dynamic shapes) is refused, and a function that only returns
+    its input gives no graph at all."""
+    import torch
+
+    from harness.torch_suites.compilechecks import Backend, FallbackToEager, compiled, counting, prove_compiled
+
+    counter = counting(Backend.EAGER)
+    compiled(lambda x: x.contiguous().sum(), Backend.EAGER, counter)(torch.ones(3))
+    prove_compiled(counter, calls=1)
+    assert [node.op for node in counter.graphs[0].graph.nodes if node.op.startswith("call")] == ["call_method"] * 2
+
+    nothing = torch.fx.symbolic_trace(lambda x: x)
+    with pytest.raises(AssertionError, match="dynamo captured an empty graph"):
+        counting(Backend.EAGER)(nothing, [torch.ones(3)])
+
+    counter = counting(Backend.EAGER)
+    compiled(lambda x: (x, x.shape[0]), Backend.EAGER, counter)(torch.ones(3))
+    with pytest.raises(FallbackToEager, match="captured no graph"):
+        prove_compiled(counter, calls=1)
+
 def test_a_p3_module_fails_when_torch_compile_silently_runs_eagerly():
     def run(extra: dict[str, str]) -> subprocess.CompletedProcess[str]:
         env = {**{k: v for k, v in os.environ.items() if k != "CI"}, Env.ENTRIES: "nn.functional.layer_norm", **extra}

@@ -1,5 +1,8 @@
 """User-style Python through torch.compile (harness/torch_suites/pythonpaths.py): containers,
-closures, generators, classes, exceptions, context managers and the standard library, each traced
+closures, generators, classes, exceptions, context managers and the standard library; and torch's
+own Python APIs as a model calls them (harness/torch_suites/modelpaths.py: grad modes, control
+flow and torch.func as higher-order ops, checkpointing, custom Functions, subclasses, hooks, lazy
+modules, parametrizations, distributions, NumPy, attention, torch.compiler's switches); each traced
 by dynamo (`eager`), then through AOTAutograd with its backward (`aot_eager`), and with dynamic
 shapes, where shape arithmetic becomes torch.fx's symbolic expressions (`aot_eager_dynamic`).
 
@@ -12,11 +15,12 @@ from collections.abc import Callable
 
 from torch.testing._internal.common_utils import TestCase, run_tests
 
+from harness.torch_suites import modelpaths, pythonpaths
 from harness.torch_suites.compilechecks import Backend, check_function
 from harness.torch_suites.entries import Entries
-from harness.torch_suites.pythonpaths import CASES, Case
+from harness.torch_suites.pythonpaths import Case
 
-ENTRIES = Entries(CASES, full_name=lambda case: case.name)
+ENTRIES = Entries(pythonpaths.CASES + modelpaths.CASES, full_name=lambda case: case.name)
 VARIANTS = {"eager": (Backend.EAGER, None), "aot_eager": (Backend.AOT_EAGER, None),
             "aot_eager_dynamic": (Backend.AOT_EAGER, True)}
 

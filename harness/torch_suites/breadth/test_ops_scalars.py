@@ -1,0 +1,37 @@
+"""test_ops.py's two small classes beside its six large ones, under PyTorch's class and test names
+(bodies in `harness/torch_suites/opchecks.py`):
+- `TestForwardADWithScalars.test_0d_tensor_with_python_scalar` (CPU, float32, on `op_db`'s `add`,
+  `mul` and the three `div` entries, as PyTorch's file selects them): forward AD with a Python
+  scalar on either side keeps primal and tangent in one dtype;
+- `TestSelfKwarg.test_self_kwargs` (not per device, as in PyTorch's file): ATen overloads take their
+  `self` argument by keyword.
+"""
+
+import torch
+from torch.testing._internal.common_device_type import ops
+from torch.testing._internal.common_methods_invocations import op_db
+from torch.testing._internal.common_utils import TestCase, run_tests
+
+from harness.torch_suites import opchecks
+from harness.torch_suites.entries import instantiate_cpu_tests, op_entries
+
+SCALAR_FAMILIES = ("add", "mul", "div")  # the ops PyTorch's test takes from op_db, by name
+ENTRIES = op_entries([op for op in op_db if op.name in SCALAR_FAMILIES])
+OPS = ENTRIES.chosen()
+
+
+class TestForwardADWithScalars(TestCase):
+    @ops(OPS, allowed_dtypes=(torch.float32,))
+    def test_0d_tensor_with_python_scalar(self, device, dtype, op):
+        opchecks.forward_ad_with_python_scalar(self, device, dtype, op)
+
+
+class TestSelfKwarg(TestCase):
+    def test_self_kwargs(self):
+        opchecks.self_kwargs(self)
+
+
+instantiate_cpu_tests(TestForwardADWithScalars, globals(), OPS)
+
+if __name__ == "__main__":
+    run_tests()
