@@ -153,11 +153,12 @@ def test_tier_breadth_runs_pytorchs_checks_of_an_entry_in_every_dtype_pytorch_ru
         "test_ops_tags.py", "TestTags", {"test_tags": ("float32",)}, "_refs.add")
     refs_info = {f"{BREADTH}/test_ops_refs_info.py::TestRefsOpsInfoCPU::{test}_op__refs_add_cpu"
                  for test in ("test_refs_are_in_python_ref_db", "test_refs_are_in_decomp_table")}
+    scalars = {f"{BREADTH}/test_ops_scalars.py::TestForwardADWithScalarsCPU::test_0d_tensor_with_python_scalar_add_cpu_float32"}
     # no test_numpy_ref, test_compare_cpu, test_promotes_int_to_float, test_strided_layout,
     # test_reduction_ops_reduce, test_out_integral_dtype: add is a ufunc with a NumPy reference that
     # keeps integers, not a factory nor a reduction
     assert node_ids(done) == (gradients | forward | common | more_common | refs | math_bits | composite | fake
-                              | tags | refs_info)
+                              | tags | refs_info | scalars)
 
     ran = run("-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", "test_fn_grad_add or test_forward_mode_AD_add",
               f"{BREADTH}/test_ops_gradients.py", f"{BREADTH}/test_ops_fwd_gradients.py", entries="add")

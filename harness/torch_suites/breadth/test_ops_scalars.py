@@ -4,7 +4,7 @@
   `mul` and the three `div` entries, as PyTorch's file selects them): forward AD with a Python
   scalar on either side keeps primal and tangent in one dtype;
 - `TestSelfKwarg.test_self_kwargs` (not per device, as in PyTorch's file): ATen overloads take their
-  `self` argument by keyword.
+  `self` argument by keyword; its entry name for `--select` is `self_kwargs`.
 """
 
 import torch
@@ -13,11 +13,15 @@ from torch.testing._internal.common_methods_invocations import op_db
 from torch.testing._internal.common_utils import TestCase, run_tests
 
 from harness.torch_suites import opchecks
-from harness.torch_suites.entries import instantiate_cpu_tests, op_entries
+from harness.torch_suites.entries import Entries, instantiate_cpu_tests
 
 SCALAR_FAMILIES = ("add", "mul", "div")  # the ops PyTorch's test takes from op_db, by name
-ENTRIES = op_entries([op for op in op_db if op.name in SCALAR_FAMILIES])
-OPS = ENTRIES.chosen()
+SELF_KWARGS = "self_kwargs"  # TestSelfKwarg's entry: it runs over no database
+ENTRIES = Entries((*(op for op in op_db if op.name in SCALAR_FAMILIES), SELF_KWARGS),
+                  full_name=lambda entry: getattr(entry, "full_name", entry),
+                  family=lambda entry: getattr(entry, "name", entry))
+CHOSEN = ENTRIES.chosen()
+OPS = [entry for entry in CHOSEN if entry != SELF_KWARGS]
 
 
 class TestForwardADWithScalars(TestCase):
@@ -32,6 +36,8 @@ class TestSelfKwarg(TestCase):
 
 
 instantiate_cpu_tests(TestForwardADWithScalars, globals(), OPS)
+if SELF_KWARGS not in CHOSEN:
+    del TestSelfKwarg
 
 if __name__ == "__main__":
     run_tests()
