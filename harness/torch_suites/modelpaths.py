@@ -12,13 +12,16 @@ module or optimizer at a time. The cases take and return tensors, as in pythonpa
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import warnings
 from typing import Any
 
 import numpy
 import torch
 import torch.nn.functional as F
 from torch.nn.utils import parametrize
+from torch.utils import _pytree as pytree
 
 from harness.torch_suites.pythonpaths import Case
 
@@ -86,6 +89,30 @@ parametrize.register_parametrization(SYMMETRIC, "weight", Symmetric())
 WEIGHT_NORMED = _seeded(lambda: torch.nn.utils.parametrizations.weight_norm(torch.nn.Linear(3, 2)))
 TREE = _seeded(lambda: torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Sequential(torch.nn.Tanh(), torch.nn.Linear(4, 3))))
 
+
+
+@torch.library.custom_op("harness::scaled_tanh", mutates_args=())
+def scaled_tanh(x: torch.Tensor, scale: float) -> torch.Tensor:
+    """A custom operator with a fake kernel and an autograd formula of its own (torch.library)."""
+    return torch.tanh(x) * scale
+
+
+@scaled_tanh.register_fake
+def _(x: torch.Tensor, scale: float) -> torch.Tensor:
+    return torch.empty_like(x)
+
+
+def _scaled_tanh_setup(ctx: Any, inputs: tuple[Any, ...], output: torch.Tensor) -> None:
+    ctx.save_for_backward(output)
+    ctx.scale = inputs[1]
+
+
+def _scaled_tanh_backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, None]:
+    (output,) = ctx.saved_tensors
+    return grad * (ctx.scale - output * output / ctx.scale), None
+
+
+scaled_tanh.register_autograd(_scaled_tanh_backward, setup_context=_scaled_tanh_setup)
 
 def _grad_modes(x):
     with torch.set_grad_enabled(False):
@@ -243,10 +270,86 @@ def _forward_ad(x):
     return x * primal + tangent
 
 
+
+def _kept(t: torch.Tensor) -> torch.Tensor:
+    return t
+
+
+def _more_context_managers(x):
+    y = x * 2
+    with torch.autograd.graph.saved_tensors_hooks(_kept, _kept):
+        y = y.sin() * x
+    with warnings.catch_warnings():  # a call inside (warnings.simplefilter) would make dynamo skip the frame
+        y = y + 1
+    with contextlib.nullcontext(), torch.autograd.profiler.record_function("region"):
+        y = y * 2
+    with torch._C.DisableTorchFunctionSubclass():
+        y = y - x
+    return y
+
+
+def _custom_op(x):
+    return scaled_tanh(x, 2.0) + torch.ops.harness.scaled_tanh(x * 0.5, 1.5)
+
+
+def _tensor_methods(x):
+    first, rest = x.split([1, 3])
+    left, right = x.chunk(2, dim=1) if x.shape[1] % 2 == 0 else (x[:, :2], x[:, 2:])
+    windows = x.unfold(0, 2, 1)
+    strided = x.as_strided((2, 2), (3, 1), 1)
+    facts = (x.size(1), x.numel(), x.dim(), x.is_contiguous(memory_format=torch.contiguous_format), x.stride(1),
+             x.storage_offset(), x.itemsize, x.is_sparse, x.is_nested, x.is_quantized, x.is_complex(),
+             x.type() == "torch.FloatTensor", x.grad is None, sum(1 for _ in x))
+    return (rest.sum(0) + first + left.sum() + right.sum() + windows.sum() + strided.sum() + x.new_tensor([1.0, 2.0, 3.0])
+            + x.data.abs().sum() * 0 + sum(map(int, facts)) + x.view(torch.int32).bitwise_and(1).sum())
+
+
+def _torch_functions(x):
+    sizes = torch.tensor([x.shape[0], 2.0])
+    checked = torch.as_tensor([1.0, 2.0, 3.0])
+    torch._check(x.shape[0] > 0)
+    facts = (torch.sym_max(x.shape[0], 2), torch.sym_min(x.shape[1], 9), torch.sym_int(2.5), torch.sym_float(x.shape[0]),
+             torch.is_complex(x), torch.is_inference_mode_enabled(), torch.are_deterministic_algorithms_enabled(),
+             torch.cuda.is_available(), torch.Size([2, 3]).numel(), torch.overrides.has_torch_function((x,)))
+    tree = pytree.tree_map(lambda t: t * 2, {"a": x, "b": [x, (x,)]})
+    leaves, spec = pytree.tree_flatten(tree)
+    rebuilt = pytree.tree_unflatten([leaf + 1 for leaf in leaves], spec)
+    return (torch.ops.aten.add.Tensor(x, x) + torch.ops.aten.mul(x, 2) + sizes.sum() + checked + sum(map(float, facts))
+            + rebuilt["a"] + rebuilt["b"][1][0])
+
+
+def _tensor_hooks(x):
+    y = x * 2
+    if y.requires_grad:  # the `aot_eager` checks' inputs require gradients, the `eager` check's do not
+        y.register_hook(lambda grad: grad * 3)
+    z = y.sin()
+    return z + y
+
+
+def _module_containers(x):
+    heads = torch.nn.ModuleDict({"a": torch.nn.Tanh(), "b": torch.nn.ReLU()})
+    stack = torch.nn.ModuleList([torch.nn.Sigmoid(), torch.nn.Softsign(), torch.nn.Identity()])
+    y = x
+    for name, head in heads.items():
+        y = head(y) + len(name)
+    for layer in reversed(stack[:2]):
+        y = layer(y)
+    linear = TREE.get_submodule("1.1")
+    direct = sum(p.sum() for p in TREE.parameters(recurse=False)) + len(list(TREE.named_children()))
+    return (y + TREE[:1](x).sum() + linear(x.tanh() @ linear.weight.new_ones(3, 4)) + direct + ("a" in heads)
+            + len(stack) + TREE.get_parameter("0.bias").sum())
+
+
+def _seeded_randomness(x):
+    torch.manual_seed(3)
+    return x + torch.rand(4, 3) + torch.randn(3)
+
+
 CASES = tuple(Case(function.__name__.removeprefix("_"), function, ((4, 3),) * function.__code__.co_argcount)
               for function in (
     _grad_modes, _autocast, _cond, _func_transforms, _functional_call, _checkpoint, _nested_region,
     _autograd_function, _tensor_subclass, _module_hooks, _module_traversal, _lazy_module, _parametrizations,
     _distributions, _numpy, _attention, _compiler_switches, _data_dependent, _tensor_attributes, _tensor_mutation,
-    _forward_ad,
+    _forward_ad, _more_context_managers, _custom_op, _tensor_methods, _torch_functions, _tensor_hooks,
+    _module_containers, _seeded_randomness,
 ))

@@ -11,14 +11,20 @@ returns tensors; its inputs are built from a fixed seed, afresh for every run.
 
 from __future__ import annotations
 
+import abc
 import collections
 import contextlib
 import dataclasses
 import enum
 import functools
+import inspect
 import itertools
 import math
 import operator
+import random
+import types
+import typing
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -699,6 +705,133 @@ def _math_more(x):
             + math.exp(1.0) + math.log(100, 10) + math.isfinite(math.inf) + math.fsum([0.1] * 10))
 
 
+
+class Shape(abc.ABC):
+    """An abstract base, a generic alias and an alternative constructor."""
+
+    @abc.abstractmethod
+    def area(self) -> float: ...
+
+    @classmethod
+    def unit(cls) -> Shape:
+        return cls(1.0)
+
+
+class Square(Shape):
+    created: typing.ClassVar[int] = 0
+
+    def __new__(cls, side: float) -> Square:
+        cls.created += 1
+        return super().__new__(cls)
+
+    def __init__(self, side: float) -> None:
+        self._side = side
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+
+    @property
+    def side(self) -> float:
+        return self._side
+
+    @side.setter
+    def side(self, value: float) -> None:
+        self._side = max(value, 0.0)
+
+    def area(self) -> float:
+        return self._side ** 2
+
+
+class Left:
+    def tag(self) -> float:
+        return 1.0
+
+
+class Right:
+    def tag(self) -> float:
+        return 2.0
+
+
+class Both(Left, Right):
+    def tag(self) -> float:
+        return super().tag() + Right.tag(self)
+
+
+class Defaults(dict):
+    def __missing__(self, key: str) -> float:
+        return float(len(key))
+
+
+class Level(enum.IntEnum):
+    LOW = 1
+    HIGH = 3
+
+
+class Mode(enum.Flag):
+    READ = 1
+    WRITE = 2
+
+
+@dataclasses.dataclass(frozen=True, order=True)
+class Version:
+    major: int
+    minor: int = 0
+    tags: tuple[str, ...] = dataclasses.field(default_factory=tuple)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "tags", tuple(sorted(self.tags)))
+
+
+GLOBALS_OF_EVERY_KIND = {  # each a guard of its own kind on the traced code
+    "int": 3, "float": 0.5, "str": "mean", "bool": True, "none": None, "tuple": (1, 2.0), "list": [1, 2],
+    "frozenset": frozenset({1}), "dtype": torch.float32, "device": torch.device("cpu"), "size": torch.Size([4, 3]),
+    "function": math.sqrt, "module": math, "type": Square, "enum": Level.HIGH, "version": Version(2, 1),
+    "slice": slice(0, 2), "range": range(3), "tensor": torch.ones(3),
+}
+
+
+def _class_features(x):
+    square = Square.unit()
+    square.side = -1.0
+    square.side = 2.0
+    flags = Mode.READ | Mode.WRITE
+    versions = sorted([Version(1, 2, ("b", "a")), Version(1, 0)])
+    return (x * square.area() + Both().tag() + Defaults(a=1.0)["abc"] + Level.HIGH * 2 + (Mode.WRITE in flags)
+            + (versions[0] < versions[1]) + len(versions[1].tags) + isinstance(square, Shape) + (Square.created > 0))
+
+
+def _function_objects(x):
+    def scaled(t: torch.Tensor, factor: float = 2.0, *, shift: float = 0.0) -> torch.Tensor:
+        return t * factor + shift
+
+    bound = types.MethodType(lambda self, t: t * self.offset, Scaler(1.5))
+    method = Scaler(0.5).__call__
+    signature = inspect.signature(scaled)
+    arguments = signature.bind(x, shift=1.0)
+    arguments.apply_defaults()
+    wrapped = functools.update_wrapper(lambda t: scaled(t, 3.0), scaled)
+    return (scaled(*arguments.args, **arguments.kwargs) + bound(x) + method.__func__(method.__self__, x) + wrapped(x)
+            + len(signature.parameters) + (scaled.__defaults__[0] if scaled.__defaults__ else 0)
+            + len(scaled.__name__) + scaled.__kwdefaults__["shift"])
+
+
+def _module_objects(x):
+    handle = weakref.ref(SETTINGS)
+    rng = random.Random(7)
+    picks = [rng.random() for _ in range(2)]
+    names = typing.cast(list, ["a", "b"])
+    return x * sum(picks) + (handle() is SETTINGS) + len(names) + math.pi + types.SimpleNamespace(v=2.0).v
+
+
+def _globals_of_every_kind(x):
+    g = GLOBALS_OF_EVERY_KIND
+    y = x.to(g["dtype"]).to(g["device"]) * g["int"] + g["float"]
+    y = y if g["bool"] and g["none"] is None else -y
+    y = y + sum(g["tuple"]) + sum(g["list"]) + len(g["frozenset"]) + g["function"](16.0) + g["module"].e
+    y = y + (y.shape == g["size"]) + (g["type"] is Square) + g["enum"] + g["version"].minor
+    return (y[g["slice"]].sum(0) + len(g["range"]) + g["tensor"] + (g["str"] == "mean"))
+
+
 CASES = tuple(Case(function.__name__.removeprefix("_"), function, ((4, 3),) * function.__code__.co_argcount)
               for function in (
     _dicts, _lists, _sort_keys, _tuples, _sets, _strings, _closures, _generators, _iteration, _loops,
@@ -707,5 +840,6 @@ CASES = tuple(Case(function.__name__.removeprefix("_"), function, ((4, 3),) * fu
     _shape_arithmetic, _indexing, _lists_of_tensors, _dtypes, _lambdas, _walrus_and_match, _comprehensions,
     _methods_as_values, _autograd, _user_protocols, _user_containers, _descriptors_and_metaclasses,
     _dict_methods, _set_methods, _list_methods, _string_methods, _more_itertools, _more_builtins, _generator_protocol,
-    _exception_handling, _global_state, _functools_more, _operator_more, _math_more,
+    _exception_handling, _global_state, _functools_more, _operator_more, _math_more, _class_features,
+    _function_objects, _module_objects, _globals_of_every_kind,
 ))
