@@ -195,7 +195,6 @@ def scratch() -> Iterator[Path]:
         yield Path(folder)
 
 
-
 def run_mode(mode: Mode, module: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any],
              folder: Path) -> Any:
     """The module's output through `mode`, proven to have gone the mode's way."""
