@@ -11,10 +11,14 @@ is the shortest the longest shard could be: a test cannot be split, so no shard 
 the longest test plus its file's start, nor than the work over N.
 
     python benchmarks/shard_balance.py --db RESULTS/harness.db [--tier p1] [--config stock]
-        [--measured CONFIG] [--threshold N] [--shard I/N] [--shards 2 3 4 6 8] [--target-minutes 30]
+        [--measured CONFIG] [--threshold N] [--shard I/N | --sweep N] [--config-threshold N]
+        [--shards 2 3 4 6 8] [--target-minutes 30]
 
-`--shard I/N` measures a shard run instead of a whole one (a tier too big to run whole in one
-sitting, such as breadth): its tests are then split again into --shards.
+`--shard I/N` measures a shard run instead of a whole one: its tests are then split again into
+--shards. `--sweep N` measures a whole tier run as N shards over several sittings (breadth): the
+newest complete run of each shard I/N of the measured configuration, planned on the same sweep of
+--config (out of sample when that is another configuration or threshold: other processes, other
+load; in-sample, and said so, when it is the measured one).
 
 It also prints the CPU seconds of the measured run and how many shards keep each under
 --target-minutes (what the CI workflow's shard count follows).
@@ -90,6 +94,45 @@ def balances(truth: History, before: History, counts: list[int]) -> list[Balance
     return found
 
 
+def sweep(connection, tier: str, configuration: str, threshold: int | None, count: int, db: Path) -> tuple[str, ...]:
+    """The newest complete run of each shard I/`count` of one configuration: a whole tier run in
+    pieces. Exits with one line naming the shards that have none."""
+    found, missing = [], []
+    for index in range(1, count + 1):
+        row = connection.execute(
+            "SELECT identity FROM runs WHERE tier = ? AND configuration = ? AND threshold IS ? AND shard = ? "
+            "AND status = 'complete' ORDER BY started DESC LIMIT 1",
+            (tier, configuration, threshold, f"{index}/{count}")).fetchone()
+        (found if row else missing).append(row[0] if row else f"{index}/{count}")
+    if missing:
+        sys.exit(f"{db}: no complete {configuration} run of tier {tier} for shard(s) {', '.join(missing)}")
+    return tuple(found)
+
+
+def _report(truth: History, before: History, label: str, cpu_label: str, args: argparse.Namespace) -> None:
+    cpu = sum(truth.tests.values()) + sum(truth.overhead.values())
+    print(f"measured: {cpu_label} ({len(truth.tests):,} tests, {len(truth.overhead)} files, {cpu:,.0f} s in its "
+          f"test processes); durations from {label}")
+    print(f"{'shards':>6}  {'durations':>9}  {'counts':>6}  {'longest (s)':>11}  {'least (s)':>9}")
+    for found in balances(truth, before, args.shards):
+        mark = "ok" if found.with_durations <= TARGET else f"> {TARGET}"
+        print(f"{found.shards:>6}  {found.with_durations:>9.3f}  {found.with_counts:>6.3f}  "
+              f"{found.longest_seconds:>11,.0f}  {found.least_seconds:>9,.0f}  {mark}")
+    print(f"shards for at most {args.target_minutes:g} min each: {math.ceil(cpu / (60 * args.target_minutes))}")
+
+
+def _measure_sweep(connection, args: argparse.Namespace) -> None:
+    """A whole tier from its shard runs, planned on --config's sweep of the same shards."""
+    measured_config = args.measured or args.config
+    measured = sweep(connection, args.tier, measured_config, args.threshold, args.sweep, args.db)
+    basis = sweep(connection, args.tier, args.config, args.config_threshold, args.sweep, args.db)
+    truth = durations.read_history(connection, measured)
+    same = basis == measured
+    _report(truth, truth if same else durations.read_history(connection, basis),
+            "the same runs -- in-sample" if same else f"the {args.sweep} shard runs of {args.config}",
+            f"{measured_config} tier {args.tier}, the newest run of each of {args.sweep} shards", args)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--db", type=Path, required=True)
@@ -97,11 +140,18 @@ def main() -> None:
     parser.add_argument("--config", default="stock", help="the baseline configuration (its runs weigh the shards)")
     parser.add_argument("--measured", help="configuration whose newest run is the measured one (default: --config)")
     parser.add_argument("--threshold", type=int, help="the measured configuration's JIT threshold")
-    parser.add_argument("--shard", help="the measured run is this shard (I/N) of its tier, not a whole run")
+    shape = parser.add_mutually_exclusive_group()
+    shape.add_argument("--shard", help="the measured run is this shard (I/N) of its tier, not a whole run")
+    shape.add_argument("--sweep", type=int, metavar="N", help="the measured run is the tier whole, as the newest "
+                       "complete run of each of its N shards")
+    parser.add_argument("--config-threshold", type=int, help="with --sweep: --config's JIT threshold")
     parser.add_argument("--shards", type=int, nargs="+", default=[2, 3, 4, 6, 8])
     parser.add_argument("--target-minutes", type=float, default=30.0)
     args = parser.parse_args()
     connection = read_only(args.db)
+    if args.sweep:
+        _measure_sweep(connection, args)
+        return
     measured = connection.execute(
         "SELECT identity, torch, started FROM runs WHERE tier = ? AND configuration = ? AND threshold IS ? "
         "AND status = 'complete' AND shard IS ? ORDER BY started DESC LIMIT 1",
@@ -116,16 +166,8 @@ def main() -> None:
         "AND started < ? AND identity != ? ORDER BY started DESC LIMIT ?",
         (args.tier, args.config, torch, started, identity, durations.BASIS_RUNS)))
     before = durations.read_history(connection, earlier) if earlier else truth
-    cpu = sum(truth.tests.values()) + sum(truth.overhead.values())
-    print(f"measured: {identity} ({len(truth.tests):,} tests, {len(truth.overhead)} files, {cpu:,.0f} s in its "
-          f"test processes); durations from {len(earlier)} earlier {args.config} run(s)"
-          + ("" if earlier else " -- none, so in-sample: weighed on the measured run itself"))
-    print(f"{'shards':>6}  {'durations':>9}  {'counts':>6}  {'longest (s)':>11}  {'least (s)':>9}")
-    for found in balances(truth, before, args.shards):
-        mark = "ok" if found.with_durations <= TARGET else f"> {TARGET}"
-        print(f"{found.shards:>6}  {found.with_durations:>9.3f}  {found.with_counts:>6.3f}  "
-              f"{found.longest_seconds:>11,.0f}  {found.least_seconds:>9,.0f}  {mark}")
-    print(f"shards for at most {args.target_minutes:g} min each: {math.ceil(cpu / (60 * args.target_minutes))}")
+    _report(truth, before, f"{len(earlier)} earlier {args.config} run(s)"
+            + ("" if earlier else " -- none, so in-sample: weighed on the measured run itself"), identity, args)
 
 
 if __name__ == "__main__":

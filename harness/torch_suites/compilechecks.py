@@ -27,7 +27,7 @@ from itertools import islice
 from typing import Any
 
 import torch
-from torch.testing._internal.common_utils import TestCase, freeze_rng_state
+from torch.testing._internal.common_utils import TestCase
 from torch.utils._pytree import tree_flatten
 
 from harness.interop.backend import CountingBackend
@@ -35,6 +35,7 @@ from harness.interop.cells import claim
 from harness.interop.subjects import copy_function
 from harness.run import jit
 from harness.smoke.jitcheck import hot_calls, jit_on
+from harness.torch_suites.determinism import assert_same, deterministic, seeded
 from harness.torch_suites.optimizers import takes_vectors
 
 
@@ -94,13 +95,6 @@ def compiled(function: Callable[..., Any], backend: Backend, counter: CountingBa
     torch._dynamo.reset()
     counters.clear()
     return torch.compile(function, backend=counter, dynamic=dynamic)
-
-
-def seeded(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    """`function(*args, **kwargs)` from the same RNG state every time, so random ops agree."""
-    with freeze_rng_state():
-        torch.manual_seed(0)
-        return function(*args, **kwargs)
 
 
 @contextmanager
@@ -169,51 +163,6 @@ def build_failure(error: BaseException) -> str | None:
             return f"Inductor's C++ build failed: {first}"
         cause = getattr(cause, "inner_exception", None) or cause.__cause__ or cause.__context__
     return None
-
-
-def deterministic(function: Callable[..., Any], *args: Any, **kwargs: Any) -> bool:
-    """Whether eager agrees with itself (from one RNG state) on these inputs, also when PyTorch
-    fills uninitialized memory: ops that return it (`empty_like`, `new_empty_strided`) do not, and
-    only their metadata is compared. Two plain runs alone can agree by chance (the allocator hands
-    back the same block twice), then differ from a vmapped or compiled run: a false regression."""
-    first, second = seeded(function, *args, **kwargs), seeded(function, *args, **kwargs)
-    with filling_uninitialized_memory():
-        filled = seeded(function, *args, **kwargs)
-    return _agree(first, second) and _agree(first, filled)
-
-
-@contextmanager
-def filling_uninitialized_memory() -> Iterator[None]:
-    """PyTorch's deterministic mode, which fills the memory `empty`-like ops return (NaN, or the
-    integer type's largest value); warnings only, for ops without a deterministic kernel."""
-    enabled, warn_only = torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()
-    torch.use_deterministic_algorithms(True, warn_only=True)
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)
-            yield
-    finally:
-        torch.use_deterministic_algorithms(enabled, warn_only=warn_only)
-
-
-def _agree(first: Any, second: Any) -> bool:
-    try:
-        torch.testing.assert_close(first, second, equal_nan=True, check_dtype=False)
-    except (AssertionError, TypeError, RuntimeError, ValueError):
-        return False
-    return True
-
-
-def assert_same(case: TestCase, actual: Any, expected: Any, exact: bool) -> None:
-    """Values under the test's tolerances, or only shapes and dtypes where eager is not exact."""
-    if exact:
-        case.assertEqual(actual, expected, exact_device=True)
-        return
-    actual_leaves, expected_leaves = tree_flatten(actual)[0], tree_flatten(expected)[0]
-    case.assertEqual(len(actual_leaves), len(expected_leaves))
-    for got, want in zip(actual_leaves, expected_leaves):
-        if isinstance(want, torch.Tensor):
-            case.assertEqual((got.shape, got.dtype), (want.shape, want.dtype))
 
 
 def differentiable(value: Any) -> list[torch.Tensor]:

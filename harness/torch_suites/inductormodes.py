@@ -35,17 +35,15 @@ from torch.testing._internal.common_utils import TestCase
 
 from harness.torch_suites.compilechecks import (
     Backend,
-    assert_same,
     backend_settings,
     compiled,
     counting,
-    deterministic,
     first_module,
     fresh_function,
     leaves_of,
     prove_compiled,
-    seeded,
 )
+from harness.torch_suites.determinism import assert_same, deterministic, seeded
 
 
 class Mode(StrEnum):

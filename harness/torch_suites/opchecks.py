@@ -1,8 +1,8 @@
 """The bodies of PyTorch's generic OpInfo checks, shared by the modules that run them on different
 databases (`op_db` in p1/test_ops_consistency.py and p1/test_ops_gradients.py;
 `autograd_function_db` and `custom_op_db` in p1/test_function_db.py) and in different dtypes (tier
-breadth: every dtype PyTorch runs each check in), and TestCompositeCompliance's copy-on-write and
-view-replay checks (breadth/test_ops_composite.py).
+breadth: every dtype PyTorch runs each check in), and TestCompositeCompliance's operator, copy-on-write
+and view-replay checks (breadth/test_ops_composite.py).
 
 Each function makes the check PyTorch's test of the same name makes (`test/test_ops.py`,
 `test/test_ops_gradients.py`, `test/test_ops_fwd_gradients.py`), written in our own code against
@@ -36,6 +36,8 @@ from torch.testing._internal.common_utils import (
     set_default_dtype,
     suppress_warnings,
 )
+
+from harness.torch_suites.determinism import assert_same, deterministic
 
 
 @dataclass(frozen=True)
@@ -457,6 +459,18 @@ def _check_cow(case: TestCase, given, saved, raw, key: int | str, rule: CowRule)
         case.assertTrue(is_cow, f"{name} was materialized, which the OpInfo does not allow")
     kept = given if is_cow else raw
     case.assertTrue(torch.allclose(kept, saved, rtol=0, atol=0, equal_nan=True), f"{name}: copy-on-write data was written")
+
+
+def composite_operator(case: TestCase, device: str, dtype: torch.dtype, op) -> None:
+    """test_operator: the op under PyTorch's composite-compliance mode, then with each subset of its
+    arguments wrapped, compared with plain eager. Where eager does not agree with itself (the
+    uninitialized memory `empty`-like ops return) only shapes and dtypes are compared: an exact
+    comparison of garbage passes or fails by the allocator's chance, a false regression."""
+    for sample in op.sample_inputs(device, dtype, requires_grad=False):
+        args, kwargs = [sample.input, *sample.args], sample.kwargs
+        compare = partial(assert_same, case, exact=deterministic(op, *args, **kwargs))
+        composite_compliance.check_with_mode(op, args, kwargs, compare)
+        composite_compliance.check_all_permutations(op, args, kwargs, compare)
 
 
 def cow_input(case: TestCase, device: str, dtype: torch.dtype, op) -> None:

@@ -107,3 +107,26 @@ def test_shards_weighed_on_durations_beat_test_counts_on_uneven_tests(benchmark)
     [found] = benchmark.balances(truth, truth, [4])
     assert found.with_durations <= 1.15 < found.with_counts
     assert found.longest_seconds < (sum(tests.values()) + 6.0) / 4 * 1.15
+
+
+@pytest.mark.unit
+def test_a_sweep_is_the_newest_complete_run_of_each_shard_and_a_missing_shard_is_named(benchmark, tmp_path):
+    """`--sweep N` measures a tier run in N shard runs: the newest complete run of each shard, and
+    one line naming every shard without one (never a balance figure over part of the tier)."""
+    from harness.record.database import connect
+
+    connection = connect(tmp_path / "harness.db")
+    rows = [("old-1", "1/3", "complete", "2026-11-01"), ("new-1", "1/3", "complete", "2026-11-02"),
+            ("cut-1", "1/3", "interrupted", "2026-11-03"), ("only-3", "3/3", "complete", "2026-11-02")]
+    with connection:
+        for identity, shard, status, started in rows:
+            connection.execute("INSERT INTO runs (identity, directory, stamp, configuration, tier, shard, jit, started, "
+                               "status, tests, record) VALUES (?, '', '', 'stock', 'breadth', ?, 'absent', ?, ?, 0, "
+                               "'{}')", (identity, shard, started, status))
+    with pytest.raises(SystemExit, match=r"harness.db: no complete stock run of tier breadth for shard\(s\) 2/3$"):
+        benchmark.sweep(connection, "breadth", "stock", None, 3, tmp_path / "harness.db")
+    with connection:
+        connection.execute("INSERT INTO runs (identity, directory, stamp, configuration, tier, shard, jit, started, "
+                           "status, tests, record) VALUES ('two', '', '', 'stock', 'breadth', '2/3', 'absent', "
+                           "'2026-11-02', 'complete', 0, '{}')")
+    assert benchmark.sweep(connection, "breadth", "stock", None, 3, tmp_path / "db") == ("new-1", "two", "only-3")
