@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -25,6 +25,7 @@ from harness.record import typed
 from harness.record.store import RunDirectory, read_json_record, write_json_atomically
 
 TOP_LEVEL = "(top-level modules)"  # how a report names torch's own modules (torch/functional.py, ...)
+Needs = Callable[[str], "str | None"]  # what a module needs that a CPU-only machine lacks (configure/beyond_cpu.py)
 
 
 def function_key(module: str, qualname: str, line: int) -> str:
@@ -79,11 +80,20 @@ class Row:
     part: str
     defined: int
     compiled: int
+    beyond: int = 0  # of `defined`, those in modules a CPU-only machine cannot run
+    beyond_compiled: int = 0  # of `compiled`, those in such modules
+    needs: str | None = None  # a module's row: what it needs that such a machine lacks
 
     @property
     def share(self) -> float | None:
         """Compiled of defined; None for a subpackage that defines no function (an `__init__.py` of imports)."""
         return self.compiled / self.defined if self.defined else None
+
+    @property
+    def rest_share(self) -> float | None:
+        """Compiled of what a CPU-only machine can run; None when it can run none of it."""
+        rest = self.defined - self.beyond
+        return (self.compiled - self.beyond_compiled) / rest if rest else None
 
     @property
     def name(self) -> str:
@@ -107,12 +117,23 @@ class Coverage:
     @property
     def rows(self) -> tuple[Row, ...]:
         """Every subpackage, the biggest first."""
-        rows = (Row(sub, count, len(self.compiled.get(sub, ()))) for sub, count in self.defined.items())
+        return self.rows_beyond(lambda module: None)
+
+    def rows_beyond(self, needs: Needs) -> tuple[Row, ...]:
+        """Every subpackage, the biggest first, with its functions in modules that `needs` says a
+        CPU-only machine cannot run (none counted in coverage recorded before per-module counts)."""
+        rows = []
+        for sub, count in self.defined.items():
+            modules = self._module_counts(sub)
+            beyond = {module for module in modules if needs(module)}
+            rows.append(Row(sub, count, len(self.compiled.get(sub, ())), sum(modules[m][0] for m in beyond),
+                            sum(modules[m][1] for m in beyond)))
         return tuple(sorted(rows, key=lambda row: (-row.defined, row.part)))
 
-    def module_rows(self, subpackage: str) -> tuple[Row, ...]:
+    def module_rows(self, subpackage: str, needs: Needs = lambda module: None) -> tuple[Row, ...]:
         """The modules of one subpackage (`_dynamo`, or TOP_LEVEL), the most functions left uncompiled
-        first: where a verdict's reach ends inside it."""
+        first: where a verdict's reach ends inside it; each with what it needs that a CPU-only
+        machine lacks, if anything."""
         key = "" if subpackage == TOP_LEVEL else subpackage
         if key not in self.defined:
             hint = did_you_mean(subpackage, (row.name for row in self.rows))
@@ -120,16 +141,23 @@ class Coverage:
         if not self.modules:
             raise HarnessError("this JIT coverage was recorded before per-module counts: run the tier again "
                                "to see its modules")
+        rows = []
+        for module, (defined, compiled) in self._module_counts(key).items():
+            need = needs(module)
+            rows.append(Row(module, defined, compiled, defined if need else 0, compiled if need else 0, need))
+        return tuple(sorted(rows, key=lambda row: (row.compiled - row.defined, row.part)))
+
+    def _module_counts(self, subpackage: str) -> dict[str, tuple[int, int]]:
+        """Per module of a subpackage: functions defined and compiled."""
         compiled: dict[str, int] = {}
-        for function in self.compiled.get(key, ()):
+        for function in self.compiled.get(subpackage, ()):
             module = function.split(":", 1)[0]
             compiled[module] = compiled.get(module, 0) + 1
-        rows = (Row(module, count, compiled.get(module, 0)) for module, count in self.modules.get(key, {}).items())
-        return tuple(sorted(rows, key=lambda row: (row.compiled - row.defined, row.part)))
+        return {module: (count, compiled.get(module, 0)) for module, count in self.modules.get(subpackage, {}).items()}
 
     @property
     def total(self) -> Row:
-        return Row("torch", sum(self.defined.values()), sum(len(keys) for keys in self.compiled.values()))
+        return total_of(self.rows)
 
     @property
     def exercised(self) -> tuple[str, ...]:
@@ -142,6 +170,13 @@ class Coverage:
     @classmethod
     def from_json(cls, data: object) -> Coverage:
         return typed.from_json(cls, data)
+
+
+def total_of(rows: Iterable[Row]) -> Row:
+    """All of torch: the sums of its subpackages' rows."""
+    rows = tuple(rows)
+    return Row("torch", sum(row.defined for row in rows), sum(row.compiled for row in rows),
+               sum(row.beyond for row in rows), sum(row.beyond_compiled for row in rows))
 
 
 def attribute(definitions: Definitions, process_files: Iterable[Mapping[str, object]], torch: str | None,

@@ -15,7 +15,8 @@ from dataclasses import asdict
 from typing import Any
 
 from harness.compare.diff import Known, Regression
-from harness.record.coverage import Coverage, Row
+from harness.configure import beyond_cpu
+from harness.record.coverage import Coverage, Row, total_of
 from harness.report.model import Culprit, Finding, Forest, Interval, Report, Section
 
 
@@ -89,21 +90,26 @@ def _document(report: Report, section: Section) -> dict[str, Any]:
 
 
 def coverage_json(coverage: Coverage) -> dict[str, Any]:
-    """JIT coverage of torch: per subpackage (the biggest first) functions defined and compiled."""
-    total = coverage.total
+    """JIT coverage of torch: per subpackage (the biggest first) functions defined and compiled, and
+    of those, the ones in modules a CPU-only machine cannot run (`beyond_cpu`)."""
+    rows = coverage.rows_beyond(beyond_cpu.load().needs)
     return {"torch": coverage.torch, "runs": list(coverage.runs), "processes": coverage.processes,
-            "subpackages": [{"subpackage": row.name, "defined": row.defined, "compiled": row.compiled}
-                            for row in coverage.rows],
-            "total": {"defined": total.defined, "compiled": total.compiled},
+            "subpackages": [_row(row, "subpackage") for row in rows], "total": _row(total_of(rows)),
             "exercised": list(coverage.exercised), "unattributed": len(coverage.unattributed),
             "other": len(coverage.other)}
 
 
 def coverage_modules_json(coverage: Coverage, subpackage: str, rows: Sequence[Row]) -> dict[str, Any]:
-    """JIT coverage of one subpackage's modules, the most functions left uncompiled first."""
+    """JIT coverage of one subpackage's modules, the most functions left uncompiled first, each with
+    what it needs that a CPU-only machine lacks (`needs`, null when nothing)."""
     return {"torch": coverage.torch, "runs": list(coverage.runs), "subpackage": subpackage,
-            "modules": [{"module": row.name, "defined": row.defined, "compiled": row.compiled} for row in rows],
-            "total": {"defined": sum(row.defined for row in rows), "compiled": sum(row.compiled for row in rows)}}
+            "modules": [{**_row(row, "module"), "needs": row.needs} for row in rows], "total": _row(total_of(rows))}
+
+
+def _row(row: Row, part: str | None = None) -> dict[str, Any]:
+    counts = {"defined": row.defined, "compiled": row.compiled, "beyond_cpu": row.beyond,
+              "beyond_cpu_compiled": row.beyond_compiled}
+    return {part: row.name, **counts} if part else counts
 
 
 def _annotations(finding: Finding) -> dict[str, Any]:

@@ -11,7 +11,8 @@ from collections.abc import Iterable, Sequence
 
 from harness.compare.diff import ModuleRow
 from harness.compare.sweep import column_label
-from harness.record.coverage import Row
+from harness.configure import beyond_cpu
+from harness.record.coverage import Row, total_of
 from harness.report.model import (Culprit, CoverageSide, Finding, KnownGroup, Report, Section, Status, SweepLine,
                                    compiled_total)
 from harness.report.text import counts, culprit_cost, culprit_inlined, percent, speedup, summed
@@ -184,32 +185,50 @@ def _total(rows: Iterable[ModuleRow]) -> str:
 
 
 def coverage_modules_section(side: CoverageSide, subpackage: str, rows: Sequence[Row]) -> str:
-    """Per module of one subpackage: functions defined and compiled, the most left uncompiled first."""
-    defined, compiled = sum(row.defined for row in rows), sum(row.compiled for row in rows)
+    """Per module of one subpackage: functions defined and compiled, the most left uncompiled first,
+    and what a module needs that a CPU-only machine lacks."""
+    total = total_of(rows)
     lines = [f"## JIT coverage of torch {side.coverage.torch}, {subpackage} by module: {side.label}", "",
-             f"{compiled:,} of its {defined:,} functions compiled, in {sum(1 for row in rows if row.compiled)} of "
-             f"{len(rows)} modules that define functions; the most functions left uncompiled first.", "",
-             "| Module | Defined | Compiled | Not compiled | Compiled % |", "|---|---:|---:|---:|---:|"]
+             f"{total.compiled:,} of its {total.defined:,} functions compiled, in {sum(1 for row in rows if row.compiled)} "
+             f"of {len(rows)} modules that define functions; the most functions left uncompiled first. "
+             f"{_rest(total)}", "",
+             "| Module | Defined | Compiled | Not compiled | Compiled % | Beyond a CPU |", "|---|---:|---:|---:|---:|---|"]
     lines += [f"| {row.name} | {row.defined:,} | {row.compiled:,} | {row.defined - row.compiled:,} | "
-              f"{percent(row.share)} |" for row in rows]
-    return "\n".join(lines) + "\n"
+              f"{percent(row.share)} | {row.needs or ''} |" for row in rows]
+    return "\n".join(lines) + "\n" + _needs_legend()
+
+
+def _rest(total: Row) -> str:
+    """The share of what a CPU-only machine can run (harness/configure/data/beyond_cpu.yaml)."""
+    return (f"{total.beyond:,} of the functions are in modules a CPU-only machine cannot run (Beyond a CPU); of the "
+            f"other {total.defined - total.beyond:,}, {total.compiled - total.beyond_compiled:,} compiled "
+            f"({percent(total.rest_share)}).")
+
+
+def _needs_legend() -> str:
+    return "\nBeyond a CPU: " + "; ".join(f"{need.needs}: {need.why}" for need in beyond_cpu.load().rules) + ".\n"
 
 
 def coverage_section(side: CoverageSide, limit: int | None = None) -> str:
     """Per torch subpackage (the biggest first, `limit` of them): functions defined, and compiled
     by the JIT at least once; then what was compiled outside torch's definitions."""
     coverage = side.coverage
-    rows = coverage.rows
+    rows = coverage.rows_beyond(beyond_cpu.load().needs)
     shown = rows if limit is None else rows[:limit]
     lines = [f"## JIT coverage of torch {coverage.torch}: {side.label}", "",
              f"Functions torch's sources define, and those the JIT compiled at least once (docs/coverage.md); "
-             f"{len(coverage.exercised)} of {len(rows)} subpackages exercised.", "",
-             "| Subpackage | Defined | Compiled | Compiled % |", "|---|---:|---:|---:|"]
-    lines += [f"| {row.name} | {row.defined:,} | {row.compiled:,} | {percent(row.share)} |" for row in shown]
+             f"{len(coverage.exercised)} of {len(rows)} subpackages exercised. Beyond a CPU: functions in modules "
+             f"that need a GPU, another accelerator or a compiler this machine lacks "
+             f"(harness/configure/data/beyond_cpu.yaml); % of the rest: compiled of the others.", "",
+             "| Subpackage | Defined | Compiled | Compiled % | Beyond a CPU | % of the rest |",
+             "|---|---:|---:|---:|---:|---:|"]
+    lines += [f"| {row.name} | {row.defined:,} | {row.compiled:,} | {percent(row.share)} | {row.beyond:,} | "
+              f"{percent(row.rest_share)} |" for row in shown]
     if len(rows) > len(shown):
-        lines.append(f"| … {len(rows) - len(shown)} more subpackages (HTML and JSON reports) | | | |")
-    total = coverage.total
-    lines += [f"| **torch** | **{total.defined:,}** | **{total.compiled:,}** | **{percent(total.share)}** |", "",
+        lines.append(f"| … {len(rows) - len(shown)} more subpackages (HTML and JSON reports) | | | | | |")
+    total = total_of(rows)
+    lines += [f"| **torch** | **{total.defined:,}** | **{total.compiled:,}** | **{percent(total.share)}** | "
+              f"**{total.beyond:,}** | **{percent(total.rest_share)}** |", "",
               f"Also compiled: {len(coverage.unattributed):,} functions of torch's modules that match no definition "
               f"(code made at run time: dataclass methods, AOTAutograd's generated wrappers), {len(coverage.other):,} outside torch "
               f"(tests, pytest, the standard library). Runs: {len(coverage.runs)}, processes: {coverage.processes}."]

@@ -168,13 +168,51 @@ def test_a_subpackage_opens_into_its_modules_the_most_left_uncompiled_first(tmp_
     assert "| torch.fx.graph | 7 | 2 | 5 | 28.6% |" in out and "3 of its 9 functions compiled, in 2 of 2 modules" in out
     assert main(["coverage", str(run), "--subpackage", "fx", "--format", "json"]) == 0
     printed = json.loads(capsys.readouterr().out)
-    assert printed["modules"][1] == {"module": "torch.fx.passes.split", "defined": 2, "compiled": 1}
-    assert printed["total"] == {"defined": 9, "compiled": 3}
+    assert printed["modules"][1] == {"module": "torch.fx.passes.split", "defined": 2, "compiled": 1,
+                                     "beyond_cpu": 0, "beyond_cpu_compiled": 0, "needs": None}
+    assert printed["total"] == {"defined": 9, "compiled": 3, "beyond_cpu": 0, "beyond_cpu_compiled": 0}
     assert main(["coverage", str(run), "--subpackage", "fxx"]) == 3
     assert "--subpackage fxx: torch 2.14.1 has no such subpackage (did you mean: fx?)" in capsys.readouterr().err
     write(RunDirectory(run), coverage_of("torch.fx.a:f:1"))  # recorded before per-module counts
     assert main(["coverage", str(run), "--subpackage", "fx"]) == 3
     assert "recorded before per-module counts: run the tier again" in capsys.readouterr().err
+
+
+def test_modules_a_cpu_only_machine_cannot_run_count_apart_with_the_share_of_the_rest(tmp_path):
+    folder = torch_tree(tmp_path)
+    graph, split = str(folder / "fx" / "graph.py"), str(folder / "fx" / "passes" / "split.py")
+    process = {"torch": str(folder), "files": {graph: [[3, "plain"], [13, "Model.forward"]], split: [[1, "split"]]}}
+    coverage = attribute(definitions_of(folder), [process], "2.14.1", "run-a")
+    gpu_only = {"torch.fx.passes.split": "GPU"}.get
+    [fx, top] = coverage.rows_beyond(gpu_only)
+    assert (fx.name, fx.defined, fx.compiled, fx.beyond, fx.beyond_compiled) == ("fx", 9, 3, 2, 1)
+    assert fx.rest_share == 2 / 7 and fx.share == 3 / 9  # 2 of the 7 functions this machine can run
+    assert top.beyond == 0 and top.rest_share == 0.0 and Row("cuda", 5, 1, 5, 1).rest_share is None
+    assert [(row.name, row.needs, row.beyond) for row in coverage.module_rows("fx", gpu_only)] == [
+        ("torch.fx.graph", None, 0), ("torch.fx.passes.split", "GPU", 2)]
+
+
+@pytest.mark.parametrize(("module", "needs"), [
+    ("torch._inductor.codegen.triton", "Triton"), ("torch._inductor.runtime.triton_heuristics", "Triton"),
+    ("torch._inductor.codegen.simd", "Triton"), ("torch._inductor.codegen.cuda.cuda_kernel", "NVIDIA/AMD GPU"),
+    ("torch._inductor.cudagraph_trees", "NVIDIA/AMD GPU"), ("torch.cuda", "NVIDIA/AMD GPU"),
+    ("torch._inductor.codegen.mps", "other accelerator"), ("torch._inductor.codegen.halide", "Halide"),
+    ("torch._inductor.codegen.cpp", None), ("torch._inductor.codegen.cpp_wrapper_cpu", None),
+    ("torch._inductor.kernel.flex.flex_cpu", None), ("torch._inductor.lowering", None), ("torch._dynamo.eval_frame", None),
+    ("torch.cudart_like", None)])
+def test_the_shipped_rules_leave_inductors_cpu_path_in_the_rest(module, needs):
+    from harness.configure.beyond_cpu import load
+
+    assert load().needs(module) == needs
+
+
+def test_a_malformed_rules_file_is_one_error_naming_it_and_the_entry(tmp_path):
+    from harness.configure.beyond_cpu import load
+
+    path = tmp_path / "beyond.yaml"
+    path.write_text("- needs: GPU\n  why: a GPU\n  modules: [torch.cuda]\n- needs: TPU\n  modules: []\n")
+    with pytest.raises(HarnessError, match=r"beyond.yaml: entry 2 needs `needs:` and `why:`"):
+        load(path)
 
 
 def test_without_the_torch_folder_a_process_file_attributes_nothing_to_torch(tmp_path):
@@ -239,7 +277,8 @@ def test_the_reports_show_the_candidates_coverage(tmp_path):
     assert "## JIT coverage of torch 2.14.1: cinderx-jit (threshold 1)" in text
     assert "| fx | 4 | 1 | 25.0% |" in text and "| **torch** | **6** | **1** | **16.7%** |" in text
     document = json_report.to_json(report)
-    assert document["coverage"]["subpackages"][0] == {"subpackage": "fx", "defined": 4, "compiled": 1}
+    assert document["coverage"]["subpackages"][0] == {"subpackage": "fx", "defined": 4, "compiled": 1,
+                                                      "beyond_cpu": 0, "beyond_cpu_compiled": 0}
     assert document["coverage"]["exercised"] == ["fx"]
     assert "coverage" not in json_report.to_json(build([comparison]))
     page = html.render(report)
@@ -253,7 +292,8 @@ def test_the_coverage_command_merges_the_runs_given(tmp_path, capsys):
     plain = write_run(results, "stock", {"test_a": "passed"}, started="2026-11-03T00:00:00")
     assert main(["coverage", str(results), "--format", "json"]) == 0
     printed = json.loads(capsys.readouterr().out)
-    assert printed["total"] == {"defined": 6, "compiled": 2} and len(printed["runs"]) == 2
+    assert printed["total"] == {"defined": 6, "compiled": 2, "beyond_cpu": 0, "beyond_cpu_compiled": 0}
+    assert len(printed["runs"]) == 2
     assert main(["coverage", str(results)]) == 0
     out = capsys.readouterr().out
     assert "cinderx-jit (threshold 1), tier p1" in out and "| fx | 4 | 2 | 50.0% |" in out
