@@ -20,7 +20,7 @@ import re
 import types
 import unittest
 import warnings
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from enum import StrEnum
 from itertools import islice
@@ -294,6 +294,22 @@ def check_function(case: TestCase, function: Callable[..., Any], inputs: Callabl
     case.assertEqual(actual, expected)
     if grad:
         case.assertEqual(input_gradients(actual, ours), input_gradients(expected, theirs))
+
+
+def check_recompiles(case: TestCase, function: Callable[..., Any], steps: Sequence[Callable[[], list[torch.Tensor]]],
+                     graphs: int, backend: Backend) -> None:
+    """One torch.compile of `function` called once per step (each step sets its state and gives
+    its inputs): every call gives eager's outputs in that state and runs a captured graph, and the
+    guards failed where the state changed (at least `graphs` graphs captured): a guard that
+    wrongly passes would reuse a graph built for another state."""
+    counter = counting(backend)
+    run = compiled(fresh_function(function, f"call_{function.__name__.strip('_')}"), backend, counter)
+    for number, step in enumerate(steps, 1):
+        actual, expected = run(*step()), function(*step())
+        case.assertEqual(actual, expected, msg=f"call {number} of {len(steps)}")
+    prove_compiled(counter, calls=len(steps))
+    case.assertGreaterEqual(counter.captured, graphs, f"{len(steps)} calls in changed states captured "
+                            f"{counter.captured} graph(s): the guards did not fail where the state changed")
 
 
 def first_op_sample(op: Any, device: str, dtype: torch.dtype) -> tuple[tuple[Any, ...], dict[str, Any]]:

@@ -165,3 +165,41 @@ def test_user_python_through_torch_compile_must_be_captured_and_give_eagers_numb
     if chosen is Backend.AOT_EAGER:
         with pytest.raises(AssertionError, match="not close"):
             check_function(Case(), gradient_differs, closures.inputs, chosen)
+
+
+STALE = {"gain": 1.0}  # read by a function whose result dynamo is told to take as a constant
+
+
+def test_a_recompile_check_fails_on_a_graph_reused_in_a_changed_state_and_on_guards_that_never_failed():
+    """compilechecks.check_recompiles: one of the stage's scenarios passes; a graph reused after
+    the state it baked in changed (no guard on it: `assume_constant_result`) gives other numbers
+    than eager, and a scenario whose state never changed captures too few graphs: both fail."""
+    import torch
+
+    from harness.torch_suites.compilechecks import Backend, check_recompiles
+    from harness.torch_suites.dynamopaths import RECOMPILES
+    from tests.torch_suites.test_transform_checks import Case
+
+    scenario = next(scenario for scenario in RECOMPILES if scenario.name == "global_value_change")
+    try:
+        check_recompiles(Case(), scenario.function, scenario.steps, scenario.graphs, Backend.EAGER)
+    finally:
+        scenario.reset()
+
+    @torch.compiler.assume_constant_result
+    def gain() -> float:
+        return STALE["gain"]
+
+    def scaled(x):
+        return x * gain()
+
+    def with_gain(value: float):
+        def step():
+            STALE["gain"] = value
+            return [torch.ones(2, 2)]
+        return step
+
+    with pytest.raises(AssertionError, match="call 2 of 2"):
+        check_recompiles(Case(), scaled, (with_gain(1.0), with_gain(3.0)), 1, Backend.EAGER)
+    with pytest.raises(AssertionError, match="the guards did not fail where the state changed"):
+        check_recompiles(Case(), lambda x: x * 2, (with_gain(1.0), with_gain(1.0)), 2, Backend.EAGER)

@@ -7,37 +7,26 @@ this interpreter's torch, on ops of our own shaped as OpInfos and on op_db's own
 from __future__ import annotations
 
 import itertools
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
 import torch
 from torch.testing._internal import composite_compliance
 from torch.testing._internal.common_methods_invocations import op_db
-from torch.testing._internal.common_utils import TestCase
 from torch.testing._internal.opinfo.core import SampleInput
 
 from harness.torch_suites.opchecks import composite_operator
+from tests.torch_suites import test_transform_checks as shaped  # its OpInfo-shaped op and TestCase instance
 
 pytestmark = pytest.mark.integration
 
 
-class Case(TestCase):
-    def runTest(self) -> None:  # an instance to compare with, as PyTorch's tests do
-        pass
-
-
-class OpLike(SimpleNamespace):
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:  # an OpInfo calls its op
-        return self.op(*args, **kwargs)
-
-
-def op_like(function: Any) -> OpLike:
+def op_like(function: Any) -> shaped.OpLike:
     """An OpInfo's shape, as the check reads it: one sample of one float tensor."""
     def sample_inputs(device: str, dtype: torch.dtype, requires_grad: bool = False) -> list[SampleInput]:
         return [SampleInput(torch.randn(3, 4, device=device, dtype=dtype, requires_grad=requires_grad))]
 
-    return OpLike(op=function, sample_inputs=sample_inputs)
+    return shaped.OpLike(op=function, sample_inputs=sample_inputs)
 
 
 def garbage() -> Any:
@@ -48,17 +37,17 @@ def garbage() -> Any:
 
 def test_an_op_returning_other_garbage_each_call_passes_on_shapes_and_dtypes() -> None:
     op = op_like(garbage())
-    composite_operator(Case(), "cpu", torch.float32, op)
+    composite_operator(shaped.Case(), "cpu", torch.float32, op)
     sample = op.sample_inputs("cpu", torch.float32)[0]
     with pytest.raises(AssertionError, match="not close|not equal"):  # what PyTorch's own body does with it
-        composite_compliance.check_with_mode(op, [sample.input], {}, Case().assertEqual)
+        composite_compliance.check_with_mode(op, [sample.input], {}, shaped.Case().assertEqual)
 
 
 def test_a_shape_that_changes_between_calls_still_fails() -> None:
     calls = itertools.count()
     op = op_like(lambda x: x.new_zeros(next(calls) + 1))
     with pytest.raises(AssertionError):
-        composite_operator(Case(), "cpu", torch.float32, op)
+        composite_operator(shaped.Case(), "cpu", torch.float32, op)
 
 
 def test_a_deterministic_op_is_compared_by_value() -> None:
@@ -66,9 +55,9 @@ def test_a_deterministic_op_is_compared_by_value() -> None:
         return x * 2 if type(x) is torch.Tensor else x * 3
 
     with pytest.raises(AssertionError, match="not close|not equal"):
-        composite_operator(Case(), "cpu", torch.float32, op_like(differs_under_the_mode))
+        composite_operator(shaped.Case(), "cpu", torch.float32, op_like(differs_under_the_mode))
 
 
 def test_op_dbs_empty_passes() -> None:
     (empty,) = [op for op in op_db if op.name == "empty" and not op.variant_test_name]
-    composite_operator(Case(), "cpu", torch.float32, empty)
+    composite_operator(shaped.Case(), "cpu", torch.float32, empty)

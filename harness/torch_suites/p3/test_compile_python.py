@@ -4,7 +4,11 @@ own Python APIs as a model calls them (harness/torch_suites/modelpaths.py: grad 
 flow and torch.func as higher-order ops, checkpointing, custom Functions, subclasses, hooks, lazy
 modules, parametrizations, distributions, NumPy, attention, torch.compiler's switches); each traced
 by dynamo (`eager`), then through AOTAutograd with its backward (`aot_eager`), and with dynamic
-shapes, where shape arithmetic becomes torch.fx's symbolic expressions (`aot_eager_dynamic`).
+shapes, where shape arithmetic becomes torch.fx's symbolic expressions (`aot_eager_dynamic`);
+dynamo's own switches and hand-modelled protocols (harness/torch_suites/dynamopaths.py); and
+recompilation: one compiled function called again in changed states (`recompile_{backend}_{name}`:
+a shape, a dtype, `requires_grad`, a global, an attribute, a module's mode), where the guards must
+fail and every call must give eager's outputs.
 
 Names of our own: `TestCompilePython.test_compile_python_{backend}_{case}`; `--select CASE` runs
 one case. Each proves a graph was captured and ran (compilechecks.prove_compiled) and compares
@@ -15,14 +19,17 @@ from collections.abc import Callable
 
 from torch.testing._internal.common_utils import TestCase, run_tests
 
-from harness.torch_suites import modelpaths, pythonpaths
-from harness.torch_suites.compilechecks import Backend, check_function
+from harness.torch_suites import dynamopaths, modelpaths, pythonpaths
+from harness.torch_suites.compilechecks import Backend, check_function, check_recompiles
+from harness.torch_suites.dynamopaths import Recompile
 from harness.torch_suites.entries import Entries
 from harness.torch_suites.pythonpaths import Case
 
-ENTRIES = Entries(pythonpaths.CASES + modelpaths.CASES, full_name=lambda case: case.name)
+ENTRIES = Entries(pythonpaths.CASES + modelpaths.CASES + dynamopaths.CASES + dynamopaths.RECOMPILES,
+                  full_name=lambda case: case.name)
 VARIANTS = {"eager": (Backend.EAGER, None), "aot_eager": (Backend.AOT_EAGER, None),
             "aot_eager_dynamic": (Backend.AOT_EAGER, True)}
+RECOMPILING = {"eager": Backend.EAGER, "aot_eager": Backend.AOT_EAGER}  # dynamic=None: shapes go dynamic on their own
 
 
 def python_test(subject: Case, backend: Backend, dynamic: bool | None) -> Callable[[TestCase], None]:
@@ -31,9 +38,25 @@ def python_test(subject: Case, backend: Backend, dynamic: bool | None) -> Callab
     return test
 
 
+def recompile_test(subject: Recompile, backend: Backend) -> Callable[[TestCase], None]:
+    def test(self: TestCase) -> None:
+        try:
+            check_recompiles(self, subject.function, subject.steps, subject.graphs, backend)
+        finally:
+            subject.reset()
+    return test
+
+
+def _tests(subject: Case | Recompile) -> dict[str, Callable[[TestCase], None]]:
+    if isinstance(subject, Recompile):
+        return {f"test_compile_python_recompile_{variant}_{subject.name}": recompile_test(subject, backend)
+                for variant, backend in RECOMPILING.items()}
+    return {f"test_compile_python_{variant}_{subject.name}": python_test(subject, backend, dynamic)
+            for variant, (backend, dynamic) in VARIANTS.items()}
+
+
 TestCompilePython = type("TestCompilePython", (TestCase,), {
-    f"test_compile_python_{variant}_{subject.name}": python_test(subject, backend, dynamic)
-    for subject in ENTRIES.chosen() for variant, (backend, dynamic) in VARIANTS.items()})
+    name: test for subject in ENTRIES.chosen() for name, test in _tests(subject).items()})
 
 if __name__ == "__main__":
     run_tests()
