@@ -21,7 +21,8 @@ newest complete run of each shard I/N of the measured configuration, planned on 
 load; in-sample, and said so, when it is the measured one).
 
 It also prints the CPU seconds of the measured run and how many shards keep each under
---target-minutes (what the CI workflow's shard count follows).
+--target-minutes (what the CI workflow's shard count follows); with --sweep, the seconds of every
+test module under each of the two configurations.
 """
 
 from __future__ import annotations
@@ -128,9 +129,30 @@ def _measure_sweep(connection, args: argparse.Namespace) -> None:
     basis = sweep(connection, args.tier, args.config, args.config_threshold, args.sweep, args.db)
     truth = durations.read_history(connection, measured)
     same = basis == measured
-    _report(truth, truth if same else durations.read_history(connection, basis),
-            "the same runs -- in-sample" if same else f"the {args.sweep} shard runs of {args.config}",
+    before = truth if same else durations.read_history(connection, basis)
+    _report(truth, before, "the same runs -- in-sample" if same else f"the {args.sweep} shard runs of {args.config}",
             f"{measured_config} tier {args.tier}, the newest run of each of {args.sweep} shards", args)
+    _per_module({measured_config: truth, **({} if same else {args.config: before})})
+
+
+def per_module(history: History) -> dict[str, float]:
+    """Seconds per test file as one whole run: its tests, and its start, import and collection once."""
+    seconds = dict(history.overhead)
+    for nodeid, duration in history.tests.items():
+        file = nodeid.split("::", 1)[0]
+        seconds[file] = seconds.get(file, 0.0) + duration
+    return seconds
+
+
+def _per_module(histories: dict[str, History]) -> None:
+    """The tier's cost per module and configuration: each test process runs on one core
+    (OMP_NUM_THREADS=1), so its seconds are what the module costs a core, inflated by the load."""
+    tables = {name: per_module(history) for name, history in histories.items()}
+    files = sorted(set().union(*tables.values()))
+    print(f"\n{'module':<48}" + "".join(f"{name:>14}" for name in tables))
+    for file in files:
+        print(f"{Path(file).stem:<48}" + "".join(f"{table.get(file, 0.0):>14,.0f}" for table in tables.values()))
+    print(f"{'total (core seconds)':<48}" + "".join(f"{sum(table.values()):>14,.0f}" for table in tables.values()))
 
 
 def main() -> None:
