@@ -17,8 +17,13 @@ take and return tensors, as in pythonpaths.py.
 
 from __future__ import annotations
 
+import collections
+import dataclasses
 import functools
 import operator
+import weakref
+import typing
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -202,9 +207,189 @@ def _module_features(x):
     return trained + evaluated + len(kinds) + BLOCK.proj.weight.sum() + sum(b.sum() for b in BLOCK.buffers())
 
 
+def _slots_on_tensors(x):
+    """Python's operators reached through `operator`, builtins and dunder calls, which dynamo models
+    as CPython's type slots (nb_*, sq_*, mp_*), not as the tensor methods `-x` or `x[0]` trace."""
+    y = x.detach().clone()  # a leaf: its flags may change
+    ints = (x.detach() * 10).to(torch.int32)
+    facts = (len(x), x.__len__(), x.is_cuda, x.get_device(), x.is_inference(), x._version >= 0, x.grad_fn is None,
+             x[0, 0] in x, x.__contains__(x[1, 1]), sum(1 for _ in iter(x)), bool(x.numel()))
+    rows = [row * i for i, row in enumerate(x.__iter__())]
+    y.requires_grad_(False).detach_()
+    return (operator.neg(x) + operator.pos(x) + abs(x) + x.__neg__() + x.__pos__() + x.__abs__() + x.mH.mT
+            + operator.invert(ints) + (ints << 1) + (ints >> 1) + (ints | 1) + (ints & 3) + (ints ^ 2)
+            + operator.getitem(x, 0) + x.__getitem__(1) + operator.mul(x, 2) + operator.truediv(x, 2)
+            + operator.floordiv(x.detach(), 2) + operator.matmul(x, x.T).sum() + sum(rows) + sum(map(int, facts)) + y
+            + x.new(x.shape).fill_(1.0) + x.new_zeros(()) + operator.index(torch.Size([3])[0]))
+
+
+class Vector:
+    """A user object with the numeric, conversion and representation slots a model's value types define."""
+
+    def __init__(self, value: torch.Tensor, weight: float = 1.0) -> None:
+        self.value, self.weight = value, weight
+
+    def __neg__(self) -> Vector:
+        return Vector(-self.value, self.weight)
+
+    def __pos__(self) -> Vector:
+        return self
+
+    def __abs__(self) -> Vector:
+        return Vector(self.value.abs(), self.weight)
+
+    def __invert__(self) -> Vector:
+        return Vector(self.value.flip(0), self.weight)
+
+    def __matmul__(self, other: Vector) -> torch.Tensor:
+        return self.value @ other.value.T
+
+    def __lshift__(self, places: int) -> Vector:
+        return Vector(self.value.roll(places, 0), self.weight)
+
+    def __mul__(self, times: int) -> Vector:
+        return Vector(self.value * times, self.weight)
+
+    __rmul__ = __mul__
+
+    def __imul__(self, times: int) -> Vector:
+        self.value = self.value * times
+        return self
+
+    def __index__(self) -> int:
+        return 2
+
+    def __int__(self) -> int:
+        return 3
+
+    def __float__(self) -> float:
+        return self.weight
+
+    def __bool__(self) -> bool:
+        return self.weight > 0
+
+    def __repr__(self) -> str:
+        return f"Vector(weight={self.weight})"
+
+    def __str__(self) -> str:
+        return f"v{self.weight}"
+
+    def __len__(self) -> int:
+        return self.value.shape[0]
+
+    def __contains__(self, item: float) -> bool:
+        return item == self.weight
+
+
+def _slots_on_objects(x):
+    v, w = Vector(x, 2.0), Vector(x * 2)
+    w *= 3
+    labels = (repr(v), str(v), f"{v!r}|{v}", format(v.weight, ".1f"))
+    facts = (int(v), float(v), operator.index(v), bool(v), len(v), 2.0 in v, [0, 1, 2, 3][v], sum(map(len, labels)))
+    return ((-v).value + (+v).value + abs(v).value + (~v).value + (v << 1).value + (v * 2).value + (3 * v).value
+            + w.value + (v @ w).sum() + sum(facts))
+
+
+class Palette(type):
+    """A metaclass with the slots dynamo calls on a class itself."""
+
+    def __len__(cls) -> int:
+        return len(cls.colors)
+
+    def __iter__(cls) -> Any:
+        return iter(cls.colors)
+
+    def __contains__(cls, item: str) -> bool:
+        return item in cls.colors
+
+    def __neg__(cls) -> float:
+        return -float(len(cls.colors))
+
+    def __bool__(cls) -> bool:
+        return True
+
+    def __getitem__(cls, key: str) -> float:
+        return cls.colors.index(key) + 1.0
+
+
+class Colors(metaclass=Palette):
+    colors = ["red", "green", "blue"]
+
+
+def _slots_on_classes(x):
+    facts = (len(Colors), "red" in Colors, list(Colors)[1] == "green", -Colors, bool(Colors), Colors["blue"],
+             Colors == Colors, Colors != Palette, isinstance(Colors, Palette), repr(Colors).startswith("<class"),
+             str(int) == "<class 'int'>", (int | None) == typing.Optional[int], hash(Colors) == hash(Colors),
+             len(typing.get_args(tuple[int, str])), typing.Optional[int] is not None)
+    return x * sum(map(float, facts))
+
+
+class Holder:
+    def __init__(self) -> None:
+        self.scale = 2.0
+
+    def scaled(self, t: torch.Tensor) -> torch.Tensor:
+        return t * self.scale
+
+
+HOLDER = Holder()
+
+
+def _live_across_graph_break(x):
+    """Values of many kinds still alive where the graph breaks, so dynamo rebuilds them as Python
+    objects for the code after the break (reconstruct), and context managers entered before it."""
+    def nested(t: torch.Tensor) -> torch.Tensor:
+        return t + x.sum()
+
+    bound, part = HOLDER.scaled, functools.partial(torch.add, alpha=2)
+    fmt, names, kinds = "{}:{}".format, ("a", "b"), {"f": nested, "m": bound, "c": Holder}
+    error = ValueError("kept")
+    with torch.no_grad(), torch.autocast("cpu", enabled=False), warnings.catch_warnings():
+        y = x * 2
+        torch._dynamo.graph_break()
+        y = y + 1
+    with torch.inference_mode(False):
+        z = x.sin()
+    label = fmt(*names) + str(error)
+    return (nested(y) + bound(z) + part(x, x) + kinds["f"](x) + kinds["m"](x) + len(label)
+            + isinstance(kinds["c"](), Holder))
+
+
+class Table(dict):
+    """A dict subclass a global holds: guards read it item by item."""
+
+
+@dataclass
+class Limits:
+    low: float = -1.0
+    high: float = 1.0
+
+
+KEPT = Holder()
+KEPT_REF = weakref.ref(KEPT)  # a global weak reference: dynamo guards the referent through it
+NAMES = {"alpha", "beta"}  # a global set: membership becomes a guard
+TABLE = Table(k=2.0, j=3.0)
+LIMITS = Limits()
+POINT = collections.namedtuple("POINT", ["x", "y"])(1.0, 2.0)
+LEVELS = [0.5, 1.5, 2.5]
+
+
+def _guards_of_every_source(x):
+    """Globals reached through every kind of source dynamo names and guards: a weak reference and
+    its call, membership in a set, a dict subclass's item, a dataclass's fields, a named tuple's
+    fields, a list item, a slice of a tuple."""
+    target = KEPT_REF()
+    scale = target.scale if target is not None else 1.0
+    fields = [field.name for field in dataclasses.fields(LIMITS)]
+    bounds = tuple(getattr(LIMITS, name) for name in fields)
+    return (x.clamp(*bounds) * scale + ("alpha" in NAMES) + ("gamma" not in NAMES) + TABLE["k"] + len(POINT._fields)
+            + POINT.y + LEVELS[1] + sum(LEVELS[-2:]) + len(fields))
+
+
 CASES = tuple(Case(function.__name__.removeprefix("_"), function, ((4, 3),) * function.__code__.co_argcount)
               for function in (_dynamo_decorators, _comptime, _torch_function_mode, _class_machinery,
-                               _closures_and_defaults, _module_features))
+                               _closures_and_defaults, _module_features, _slots_on_tensors, _slots_on_objects,
+                               _slots_on_classes, _live_across_graph_break, _guards_of_every_source))
 
 
 # --- Recompilation: one compiled function called in states whose guards fail -----------------------
