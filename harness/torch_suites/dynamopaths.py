@@ -212,15 +212,15 @@ def _slots_on_tensors(x):
     as CPython's type slots (nb_*, sq_*, mp_*), not as the tensor methods `-x` or `x[0]` trace."""
     y = x.detach().clone()  # a leaf: its flags may change
     ints = (x.detach() * 10).to(torch.int32)
-    facts = (len(x), x.__len__(), x.is_cuda, x.get_device(), x.is_inference(), x._version >= 0, x.grad_fn is None,
-             x[0, 0] in x, x.__contains__(x[1, 1]), sum(1 for _ in iter(x)), bool(x.numel()))
+    facts = (len(x), x.__len__(), x.is_cuda, x.get_device(), x.grad_fn is None,
+             sum(1 for _ in iter(x)), bool(x.numel()))  # not `t in x`: Tensor.__contains__ calls .item()
     rows = [row * i for i, row in enumerate(x.__iter__())]
     y.requires_grad_(False).detach_()
     return (operator.neg(x) + operator.pos(x) + abs(x) + x.__neg__() + x.__pos__() + x.__abs__() + x.mH.mT
             + operator.invert(ints) + (ints << 1) + (ints >> 1) + (ints | 1) + (ints & 3) + (ints ^ 2)
             + operator.getitem(x, 0) + x.__getitem__(1) + operator.mul(x, 2) + operator.truediv(x, 2)
             + operator.floordiv(x.detach(), 2) + operator.matmul(x, x.T).sum() + sum(rows) + sum(map(int, facts)) + y
-            + x.new(x.shape).fill_(1.0) + x.new_zeros(()) + operator.index(torch.Size([3])[0]))
+            + x.new_zeros(()) + operator.index(torch.Size([3])[0]))  # not x.new(...): a graph break
 
 
 class Vector:
