@@ -120,6 +120,12 @@ def test_a_failed_inductor_build_fails_the_test_naming_the_compilers_message(tmp
     compiler = tmp_path / "g++"
     compiler.write_text(FAILING_COMPILER)
     compiler.chmod(0o755)
+    # Inductor probes the vector ISAs once per process by building with the compiler and caches the
+    # answer: the machine's compiler answers first, or the refusing one would leave "no vector ISA"
+    # for every later test in this process (their C++ then misses at::vec)
+    from torch._inductor import cpu_vec_isa
+
+    cpu_vec_isa.valid_vec_isa_list()
     missing_compiler.cache_clear()
     try:
         with config.patch({"cpp.cxx": (None, str(compiler)), "force_disable_caches": True}):
