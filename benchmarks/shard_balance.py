@@ -132,7 +132,7 @@ def _measure_sweep(connection, args: argparse.Namespace) -> None:
     before = truth if same else durations.read_history(connection, basis)
     _report(truth, before, "the same runs -- in-sample" if same else f"the {args.sweep} shard runs of {args.config}",
             f"{measured_config} tier {args.tier}, the newest run of each of {args.sweep} shards", args)
-    _per_module({measured_config: truth, **({} if same else {args.config: before})})
+    _print_per_module({measured_config: truth, **({} if same else {args.config: before})})
 
 
 def per_module(history: History) -> dict[str, float]:
@@ -144,7 +144,7 @@ def per_module(history: History) -> dict[str, float]:
     return seconds
 
 
-def _per_module(histories: dict[str, History]) -> None:
+def _print_per_module(histories: dict[str, History]) -> None:
     """The tier's cost per module and configuration: each test process runs on one core
     (OMP_NUM_THREADS=1), so its seconds are what the module costs a core, inflated by the load."""
     tables = {name: per_module(history) for name, history in histories.items()}

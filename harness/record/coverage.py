@@ -28,6 +28,11 @@ TOP_LEVEL = "(top-level modules)"  # how a report names torch's own modules (tor
 Needs = Callable[[str], "str | None"]  # what a module needs that a CPU-only machine lacks (configure/beyond_cpu.py)
 
 
+def runs_anywhere(module: str) -> None:
+    """No module needs anything: every function counts as one a CPU-only machine can run."""
+    return None
+
+
 def function_key(module: str, qualname: str, line: int) -> str:
     """How a function is named in coverage: its JIT-list name (`module:qualname`) and its first line."""
     return f"{module}:{qualname}:{line}"
@@ -117,20 +122,20 @@ class Coverage:
     @property
     def rows(self) -> tuple[Row, ...]:
         """Every subpackage, the biggest first."""
-        return self.rows_beyond(lambda module: None)
+        return self.rows_beyond(runs_anywhere)
 
     def rows_beyond(self, needs: Needs) -> tuple[Row, ...]:
         """Every subpackage, the biggest first, with its functions in modules that `needs` says a
         CPU-only machine cannot run (none counted in coverage recorded before per-module counts)."""
         rows = []
         for sub, count in self.defined.items():
-            modules = self._module_counts(sub)
-            beyond = {module for module in modules if needs(module)}
-            rows.append(Row(sub, count, len(self.compiled.get(sub, ())), sum(modules[m][0] for m in beyond),
-                            sum(modules[m][1] for m in beyond)))
+            beyond = {module: defined for module, defined in self.modules.get(sub, {}).items() if needs(module)}
+            compiled = self.compiled.get(sub, ())
+            beyond_compiled = sum(1 for key in compiled if key.split(":", 1)[0] in beyond) if beyond else 0
+            rows.append(Row(sub, count, len(compiled), sum(beyond.values()), beyond_compiled))
         return tuple(sorted(rows, key=lambda row: (-row.defined, row.part)))
 
-    def module_rows(self, subpackage: str, needs: Needs = lambda module: None) -> tuple[Row, ...]:
+    def module_rows(self, subpackage: str, needs: Needs = runs_anywhere) -> tuple[Row, ...]:
         """The modules of one subpackage (`_dynamo`, or TOP_LEVEL), the most functions left uncompiled
         first: where a verdict's reach ends inside it; each with what it needs that a CPU-only
         machine lacks, if anything."""

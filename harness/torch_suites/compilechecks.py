@@ -281,6 +281,12 @@ def check_op(case: TestCase, device: str, dtype: torch.dtype, op: Any, backend: 
                                  input_gradients(sample.output_process_fn_grad(expected), inputs))
 
 
+def compiled_user_function(function: Callable[..., Any], backend: Backend, counter: CountingBackend,
+                           dynamic: bool | None = None) -> Callable[..., Any]:
+    """`function` as a user hands it to torch.compile: through a fresh wrapper of its own name."""
+    return compiled(fresh_function(function, f"call_{function.__name__.strip('_')}"), backend, counter, dynamic)
+
+
 def check_function(case: TestCase, function: Callable[..., Any], inputs: Callable[[bool], list[torch.Tensor]],
                    backend: Backend, dynamic: bool | None = None) -> None:
     """A user's function through torch.compile gives eager's outputs (and, past dynamo alone, the
@@ -288,7 +294,7 @@ def check_function(case: TestCase, function: Callable[..., Any], inputs: Callabl
     grad = backend is not Backend.EAGER
     ours, theirs = inputs(grad), inputs(grad)
     counter = counting(backend)
-    actual = compiled(fresh_function(function, f"call_{function.__name__.strip('_')}"), backend, counter, dynamic)(*ours)
+    actual = compiled_user_function(function, backend, counter, dynamic)(*ours)
     prove_compiled(counter, calls=1)
     expected = function(*theirs)
     case.assertEqual(actual, expected)
@@ -303,7 +309,7 @@ def check_recompiles(case: TestCase, function: Callable[..., Any], steps: Sequen
     guards failed where the state changed (at least `graphs` graphs captured): a guard that
     wrongly passes would reuse a graph built for another state."""
     counter = counting(backend)
-    run = compiled(fresh_function(function, f"call_{function.__name__.strip('_')}"), backend, counter)
+    run = compiled_user_function(function, backend, counter)
     for number, step in enumerate(steps, 1):
         actual, expected = run(*step()), function(*step())
         case.assertEqual(actual, expected, msg=f"call {number} of {len(steps)}")

@@ -442,38 +442,21 @@ def _block_mode(x):
     return BLOCK(x)
 
 
-def _with_gain(value: int) -> Callable[[], list[torch.Tensor]]:
+def _after(change: Callable[[], object]) -> Callable[[], list[torch.Tensor]]:
+    """A step that first changes some state, then gives the call's inputs."""
     def step() -> list[torch.Tensor]:
-        global GAIN
-        GAIN = value
+        change()
         return [_randn(4, 3)]
     return step
 
 
-def _with_items(count: int) -> Callable[[], list[torch.Tensor]]:
-    def step() -> list[torch.Tensor]:
-        ITEMS[:] = [float(i + 1) for i in range(count)]
-        return [_randn(4, 3)]
-    return step
-
-
-def _with_setting(enabled: bool) -> Callable[[], list[torch.Tensor]]:
-    def step() -> list[torch.Tensor]:
-        SETTINGS.enabled = enabled
-        return [_randn(4, 3)]
-    return step
-
-
-def _with_mode(training: bool) -> Callable[[], list[torch.Tensor]]:
-    def step() -> list[torch.Tensor]:
-        BLOCK.train(training)
-        return [_randn(4, 3)]
-    return step
+def _set_gain(value: int) -> None:
+    global GAIN
+    GAIN = value
 
 
 def _reset_globals() -> None:
-    global GAIN
-    GAIN = 1
+    _set_gain(1)
     ITEMS[:] = [1.0]
     SETTINGS.enabled = True
     BLOCK.train()
@@ -485,8 +468,13 @@ RECOMPILES = (
     Recompile("dtype_change", _typed, (lambda: [_randn(4, 3)], lambda: [_randn(4, 3, dtype=torch.float64)],
                                  lambda: [_randn(4, 3)]), 2),
     Recompile("requires_grad_change", _shaped, (lambda: [_randn(4, 3)], lambda: [_randn(4, 3, requires_grad=True)]), 2),
-    Recompile("global_value_change", _global_gain, (_with_gain(1), _with_gain(3), _with_gain(1)), 2, _reset_globals),
-    Recompile("global_length_change", _global_items, (_with_items(1), _with_items(3)), 2, _reset_globals),
-    Recompile("attribute_change", _settings_branch, (_with_setting(True), _with_setting(False)), 2, _reset_globals),
-    Recompile("module_mode_change", _block_mode, (_with_mode(True), _with_mode(False), _with_mode(True)), 2, _reset_globals),
+    Recompile("global_value_change", _global_gain,
+              tuple(_after(functools.partial(_set_gain, value)) for value in (1, 3, 1)), 2, _reset_globals),
+    Recompile("global_length_change", _global_items,
+              tuple(_after(functools.partial(ITEMS.__setitem__, slice(None), items)) for items in ([1.0], [1.0, 2.0, 3.0])),
+              2, _reset_globals),
+    Recompile("attribute_change", _settings_branch,
+              tuple(_after(functools.partial(setattr, SETTINGS, "enabled", on)) for on in (True, False)), 2, _reset_globals),
+    Recompile("module_mode_change", _block_mode,
+              tuple(_after(functools.partial(BLOCK.train, on)) for on in (True, False, True)), 2, _reset_globals),
 )

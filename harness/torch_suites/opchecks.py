@@ -461,13 +461,18 @@ def _check_cow(case: TestCase, given, saved, raw, key: int | str, rule: CowRule)
     case.assertTrue(torch.allclose(kept, saved, rtol=0, atol=0, equal_nan=True), f"{name}: copy-on-write data was written")
 
 
+def sample_arguments(sample) -> tuple[list, dict]:
+    """A sample's positional arguments (its input first) and keyword arguments, as the op takes them."""
+    return [sample.input, *sample.args], sample.kwargs
+
+
 def composite_operator(case: TestCase, device: str, dtype: torch.dtype, op) -> None:
     """test_operator: the op under PyTorch's composite-compliance mode, then with each subset of its
     arguments wrapped, compared with plain eager. Where eager does not agree with itself (the
     uninitialized memory `empty`-like ops return) only shapes and dtypes are compared: an exact
     comparison of garbage passes or fails by the allocator's chance, a false regression."""
     for sample in op.sample_inputs(device, dtype, requires_grad=False):
-        args, kwargs = [sample.input, *sample.args], sample.kwargs
+        args, kwargs = sample_arguments(sample)
         compare = partial(assert_same, case, exact=deterministic(op, *args, **kwargs))
         composite_compliance.check_with_mode(op, args, kwargs, compare)
         composite_compliance.check_all_permutations(op, args, kwargs, compare)

@@ -32,10 +32,6 @@ OPS = ENTRIES.chosen()
 WITH_AUTOGRAD = [op for op in OPS if op.supports_autograd]
 
 
-def _arguments(sample) -> tuple[list, dict]:
-    return [sample.input, *sample.args], sample.kwargs
-
-
 class TestCompositeCompliance(TestCase):
     @ops(OPS, allowed_dtypes=(torch.float32,))
     def test_operator(self, device, dtype, op):
@@ -44,7 +40,7 @@ class TestCompositeCompliance(TestCase):
     @ops(WITH_AUTOGRAD, allowed_dtypes=(torch.float32,))
     def test_backward(self, device, dtype, op):
         for sample in op.sample_inputs(device, dtype, requires_grad=True):
-            args, kwargs = _arguments(sample)
+            args, kwargs = opchecks.sample_arguments(sample)
             composite_compliance.check_backward_formula(
                 op.get_op(), args, kwargs, sample.output_process_fn_grad, op.gradcheck_wrapper, self.assertEqual)
 
@@ -55,7 +51,7 @@ class TestCompositeCompliance(TestCase):
         if not op.supports_forward_ad:
             self.skipTest("Does not support forward_ad")
         for sample in op.sample_inputs(device, dtype, requires_grad=True):
-            args, kwargs = _arguments(sample)
+            args, kwargs = opchecks.sample_arguments(sample)
             composite_compliance.check_forward_ad_formula(op.get_op(), args, kwargs, op.gradcheck_wrapper,
                                                           self.assertEqual)
 
