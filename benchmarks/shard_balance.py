@@ -1,11 +1,14 @@
 """How even `--shard I/N` makes shards: the longest shard over the mean shard, from recorded runs.
 
 For each N, the shards the harness would choose (harness/run/shards.py: files heavier than half a
-fair shard split into tests, greedy longest-processing-time) are weighed twice, on the durations
-recorded for the baseline configuration before the measured run, and on test counts alone (no
-history); each plan is then timed with what the measured run really took: per test, plus each
-file's start, import and collection (its duration outside its tests) once per shard that runs a
-piece of it. The issue's target is longest/mean <= 1.15 with durations. With no earlier baseline
+fair shard split into tests, greedy longest-processing-time) are weighed on the durations recorded
+for the baseline configuration before the measured run, as the harness reads them (each file's
+seconds scaled by its CPU share: the time a core of its own would take, harness/record/durations.py),
+and on test counts alone (no history); each plan is then timed with what the measured run really
+took, read the same way: per test, plus each file's start, import and collection (its duration
+outside its tests) once per shard that runs a piece of it. Column `wall` plans and times on the
+wall seconds as recorded instead (what the harness did before it recorded CPU shares: on a shared
+machine, the load of each moment). The issue's target is longest/mean <= 1.15 with durations. With no earlier baseline
 run, the durations plan is weighed on the measured run itself (in-sample), and says so. `least (s)`
 is the shortest the longest shard could be: a test cannot be split, so no shard is shorter than
 the longest test plus its file's start, nor than the work over N.
@@ -51,8 +54,25 @@ class Balance:
     shards: int
     with_durations: float
     with_counts: float
+    on_wall: float  # planned and timed on wall seconds as recorded
     longest_seconds: float
     least_seconds: float
+
+
+@dataclass(frozen=True)
+class Measured:
+    """The measured run and the history its plan is weighed on, read as the harness reads them
+    (`truth`, `before`: CPU-scaled) and as wall seconds (`truth_wall`, `before_wall`)."""
+
+    truth: History
+    before: History
+    truth_wall: History
+    before_wall: History
+
+    @classmethod
+    def read(cls, connection, measured: tuple[str, ...], basis: tuple[str, ...]) -> Measured:
+        return cls(*(durations.read_history(connection, runs, scaled=scaled)
+                     for scaled in (True, False) for runs in (measured, basis)))
 
 
 def realized(plan: Plan, truth: History) -> list[float]:
@@ -75,8 +95,10 @@ def ratio(loads: list[float]) -> float:
     return max(loads) / mean if mean else 1.0
 
 
-def balances(truth: History, before: History, counts: list[int]) -> list[Balance]:
-    """Longest/mean per shard count, planned on `before` (recorded) and on counts, timed on `truth`."""
+def balances(measured: Measured, counts: list[int]) -> list[Balance]:
+    """Longest/mean per shard count, planned on `before` (recorded) and on counts, timed on `truth`;
+    and planned and timed on wall seconds."""
+    truth, before = measured.truth, measured.before
     by_file: dict[str, list[str]] = {}
     for nodeid in truth.tests:
         by_file.setdefault(nodeid.split("::", 1)[0], []).append(nodeid)
@@ -91,7 +113,10 @@ def balances(truth: History, before: History, counts: list[int]) -> list[Balance
     for count in counts:
         timed = realized(assign(units(grouped, before, collect, count), before.overhead, count), truth)
         counted = realized(assign(units(grouped, NO_HISTORY, collect, count), {}, count), truth)
-        found.append(Balance(count, ratio(timed), ratio(counted), max(timed), max(largest, total / count)))
+        walled = realized(assign(units(grouped, measured.before_wall, collect, count), measured.before_wall.overhead,
+                                 count), measured.truth_wall)
+        found.append(Balance(count, ratio(timed), ratio(counted), ratio(walled), max(timed),
+                             max(largest, total / count)))
     return found
 
 
@@ -110,14 +135,16 @@ def sweep(connection, tier: str, configuration: str, threshold: int | None, coun
     return tuple(found)
 
 
-def _report(truth: History, before: History, label: str, cpu_label: str, args: argparse.Namespace) -> None:
+def _report(measured: Measured, label: str, cpu_label: str, args: argparse.Namespace) -> None:
+    truth, wall = measured.truth, measured.truth_wall
     cpu = sum(truth.tests.values()) + sum(truth.overhead.values())
-    print(f"measured: {cpu_label} ({len(truth.tests):,} tests, {len(truth.overhead)} files, {cpu:,.0f} s in its "
-          f"test processes); durations from {label}")
-    print(f"{'shards':>6}  {'durations':>9}  {'counts':>6}  {'longest (s)':>11}  {'least (s)':>9}")
-    for found in balances(truth, before, args.shards):
+    seconds = sum(wall.tests.values()) + sum(wall.overhead.values())
+    print(f"measured: {cpu_label} ({len(truth.tests):,} tests, {len(truth.overhead)} files, {cpu:,.0f} s on a core "
+          f"of its own, {seconds:,.0f} s of wall time in its test processes); durations from {label}")
+    print(f"{'shards':>6}  {'durations':>9}  {'counts':>6}  {'wall':>6}  {'longest (s)':>11}  {'least (s)':>9}")
+    for found in balances(measured, args.shards):
         mark = "ok" if found.with_durations <= TARGET else f"> {TARGET}"
-        print(f"{found.shards:>6}  {found.with_durations:>9.3f}  {found.with_counts:>6.3f}  "
+        print(f"{found.shards:>6}  {found.with_durations:>9.3f}  {found.with_counts:>6.3f}  {found.on_wall:>6.3f}  "
               f"{found.longest_seconds:>11,.0f}  {found.least_seconds:>9,.0f}  {mark}")
     print(f"shards for at most {args.target_minutes:g} min each: {math.ceil(cpu / (60 * args.target_minutes))}")
 
@@ -127,12 +154,11 @@ def _measure_sweep(connection, args: argparse.Namespace) -> None:
     measured_config = args.measured or args.config
     measured = sweep(connection, args.tier, measured_config, args.threshold, args.sweep, args.db)
     basis = sweep(connection, args.tier, args.config, args.config_threshold, args.sweep, args.db)
-    truth = durations.read_history(connection, measured)
     same = basis == measured
-    before = truth if same else durations.read_history(connection, basis)
-    _report(truth, before, "the same runs -- in-sample" if same else f"the {args.sweep} shard runs of {args.config}",
+    read = Measured.read(connection, measured, basis)
+    _report(read, "the same runs -- in-sample" if same else f"the {args.sweep} shard runs of {args.config}",
             f"{measured_config} tier {args.tier}, the newest run of each of {args.sweep} shards", args)
-    _print_per_module({measured_config: truth, **({} if same else {args.config: before})})
+    _print_per_module({measured_config: read.truth, **({} if same else {args.config: read.before})})
 
 
 def per_module(history: History) -> dict[str, float]:
@@ -146,7 +172,8 @@ def per_module(history: History) -> dict[str, float]:
 
 def _print_per_module(histories: dict[str, History]) -> None:
     """The tier's cost per module and configuration: each test process runs on one core
-    (OMP_NUM_THREADS=1), so its seconds are what the module costs a core, inflated by the load."""
+    (OMP_NUM_THREADS=1), so its seconds, scaled to the time it had a core, are what the module costs
+    a core (runs recorded without CPU shares: wall seconds, inflated by the load)."""
     tables = {name: per_module(history) for name, history in histories.items()}
     files = sorted(set().union(*tables.values()))
     print(f"\n{'module':<48}" + "".join(f"{name:>14}" for name in tables))
@@ -182,13 +209,11 @@ def main() -> None:
         which = f"shard {args.shard}" if args.shard else "unsharded"
         sys.exit(f"{args.db}: no complete {which} {args.measured or args.config} run of tier {args.tier}")
     identity, torch, started = measured
-    truth = durations.read_history(connection, (identity,))
     earlier = tuple(row[0] for row in connection.execute(
         "SELECT identity FROM runs WHERE tier = ? AND configuration = ? AND torch IS ? AND status = 'complete' "
         "AND started < ? AND identity != ? ORDER BY started DESC LIMIT ?",
         (args.tier, args.config, torch, started, identity, durations.BASIS_RUNS)))
-    before = durations.read_history(connection, earlier) if earlier else truth
-    _report(truth, before, f"{len(earlier)} earlier {args.config} run(s)"
+    _report(Measured.read(connection, (identity,), earlier or (identity,)), f"{len(earlier)} earlier {args.config} run(s)"
             + ("" if earlier else " -- none, so in-sample: weighed on the measured run itself"), identity, args)
 
 

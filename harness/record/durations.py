@@ -6,6 +6,13 @@ same tier with the same torch (a candidate's are slower by its own JIT, and anot
 tests and costs). And once one shard of a sweep has chosen its weights, every later shard of that
 sweep chooses from the same runs (its `basis`, kept in the run record), although a shard that ends
 adds durations to the database: the basis is renewed only when a series runs a shard it already ran.
+
+A duration is read as the seconds a core of its own would take: each run's test and start-up times
+are scaled by the file's `cpu_share` (its tests' CPU seconds over their wall seconds, recorded by
+the test processes), capped at 1. On a shared machine a file's wall time grows with the load of the
+moment, by up to four times between two sittings of the same tests here, and whole modules move
+together; the CPU seconds hardly move. Work that waits without a core (sleeps, I/O) is then weighed
+light; a file recorded by an older harness, without a share, is read as its wall time.
 """
 
 from __future__ import annotations
@@ -96,32 +103,53 @@ def ignored(connection: sqlite3.Connection, tier: str, torch: str | None, baseli
             f"baseline configuration, with torch {torch}, so that every configuration gets the same shards")
 
 
-def read_history(connection: sqlite3.Connection, basis: tuple[str, ...]) -> History:
-    """Median seconds per test and per file overhead over the runs of `basis` still in the database."""
-    ids = [row[0] for identity in basis
-           for row in connection.execute("SELECT id FROM runs WHERE identity = ?", (identity,)).fetchall()]
+def read_history(connection: sqlite3.Connection, basis: tuple[str, ...], *, scaled: bool = True) -> History:
+    """Median seconds per test and per file overhead over the runs of `basis` still in the database,
+    each run's scaled by its files' CPU shares (`scaled=False`: wall seconds as recorded)."""
+    runs = [row for identity in basis
+            for row in connection.execute("SELECT id, record FROM runs WHERE identity = ?", (identity,)).fetchall()]
     tests: dict[str, list[float]] = defaultdict(list)
     overhead: dict[str, list[float]] = defaultdict(list)
-    for run in ids:
+    for run, record in runs:
+        scale = _scales(record) if scaled else {}
         for nodeid, duration in connection.execute(
                 "SELECT nodeid, duration FROM results WHERE run = ? AND nodeid IS NOT NULL", (run,)):
-            tests[nodeid].append(duration)
+            tests[nodeid].append(duration * scale.get(nodeid.split("::", 1)[0], 1.0))
         for file, outside in connection.execute(
                 "SELECT f.file, f.duration - coalesce((SELECT sum(r.duration) FROM results r "
                 "WHERE r.run = f.run AND r.module = f.module), 0) FROM files f WHERE f.run = ?", (run,)):
-            overhead[file].append(max(outside, 0.0))
+            overhead[file].append(max(outside, 0.0) * scale.get(file, 1.0))
     return History(_medians(tests), _medians(overhead), basis)
+
+
+def _scales(record: str) -> dict[str, float]:
+    """File -> what its recorded seconds are multiplied by: its CPU share, at most 1 (a run record
+    from the runs table, as JSON; files without a share are left out)."""
+    try:
+        files = json.loads(record).get("files") or []
+    except (ValueError, AttributeError):
+        return {}
+    return {found["file"]: share_scale(found["cpu_share"]) for found in files
+            if isinstance(found, dict) and isinstance(found.get("file"), str)
+            and isinstance(found.get("cpu_share"), (int, float))}
+
+
+def share_scale(cpu_share: float | None) -> float:
+    """The factor a file's recorded seconds are weighed with: the time its tests had a core."""
+    return min(cpu_share, 1.0) if cpu_share and cpu_share > 0 else 1.0
 
 
 def run_history(run_dir: Path) -> tuple[History, str | None]:
     """The durations of one named run directory (`--durations RUN_DIR`), with its torch version."""
     run = RunDirectory(run_dir)
     record = run.read_record()
-    tests = {result.nodeid: result.duration for result in JUnitFiles.of(run.junit_files()) if result.nodeid}
+    scale = {f.file: share_scale(f.cpu_share) for f in record.files}
+    tests = {result.nodeid: result.duration * scale.get(result.nodeid.split("::", 1)[0], 1.0)
+             for result in JUnitFiles.of(run.junit_files()) if result.nodeid}
     inside: dict[str, float] = defaultdict(float)
     for nodeid, duration in tests.items():
         inside[nodeid.split("::", 1)[0]] += duration
-    overhead = {f.file: max(f.duration - inside[f.file], 0.0) for f in record.files}
+    overhead = {f.file: max(f.duration * scale[f.file] - inside[f.file], 0.0) for f in record.files}
     return History(tests, overhead, (run_identity(record),)), record.versions.get("torch")
 
 

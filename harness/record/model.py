@@ -163,6 +163,8 @@ class FileRecord:
     stream_errors: tuple[str, ...] = ()  # lines of its event stream that were not events ("line N: 'text'")
     jit_processes: tuple[dict[str, Any], ...] = ()  # per test process: the JIT state CinderX reported at the
     # switch (`applied`, with `collected` and `compiled_before`) and at the end (`finished`)
+    cpu_share: float | None = None  # CPU seconds over wall seconds of its tests (in the processes that finished):
+    # below 1 where they waited for a core; recorded durations are weighed with it (record/durations.py)
 
     @property
     def compiled(self) -> int:

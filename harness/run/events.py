@@ -186,6 +186,7 @@ class FileSummary:
     restart: str | None  # how the last test process would resume after a crash: "warm" or "fresh: <why>"
     internal_error: str | None = None  # pytest broke (INTERNALERROR), and how many tests never ran
     jit_processes: tuple[dict[str, Any], ...] = ()  # per process that switched the JIT: `applied`, `finished` states
+    cpu_share: float | None = None  # CPU over wall seconds of the tests, in the processes that finished
 
 
 def summarize(module: str, file: str, events: list[dict[str, Any]]) -> FileSummary:
@@ -196,6 +197,7 @@ def summarize(module: str, file: str, events: list[dict[str, Any]]) -> FileSumma
     jit_error = contamination = restart = internal_error = None
     running: str | None = None
     collected = 0
+    busy = [0.0, 0.0]  # CPU and wall seconds of the tests of the sessions that finished
     for event in events:
         kind = event["event"]
         if kind in SESSION_STARTS:
@@ -237,8 +239,21 @@ def summarize(module: str, file: str, events: list[dict[str, Any]]) -> FileSumma
         elif kind == Event.SESSION_FINISH and sessions:
             sessions[-1].update(event["jit"])
             readbacks[-1]["finished"] = event["jit"]
+            busy = [total + seconds for total, seconds in zip(busy, _test_seconds(event))]
     return FileSummary(tuple(results.values()), len(sessions) - hosts, _jit_over(sessions), jit_error, contamination,
-                       restart, internal_error, tuple(r for r in readbacks if "applied" in r))
+                       restart, internal_error, tuple(r for r in readbacks if "applied" in r),
+                       round(busy[0] / busy[1], 4) if busy[1] > 0 else None)
+
+
+def _test_seconds(finish: dict[str, Any]) -> tuple[float, float]:
+    """The CPU and wall seconds a finished session's tests took (none from an older plugin, or a
+    value that is not a pair of non-negative numbers)."""
+    tests = finish.get("tests")
+    if not isinstance(tests, dict):
+        return 0.0, 0.0
+    cpu, wall = tests.get("cpu"), tests.get("wall")
+    numbers = all(isinstance(value, _NUMBER) and not isinstance(value, bool) and value >= 0 for value in (cpu, wall))
+    return (float(cpu), float(wall)) if numbers else (0.0, 0.0)
 
 
 def summarize_descendants(events: list[dict[str, Any]], reports: Path) -> Descendants | None:

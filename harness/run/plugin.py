@@ -6,6 +6,8 @@ What it does, driven by HARNESS_* environment variables set by the runner:
 - streams every test's start and outcome to HARNESS_EVENTS as JSON lines, as they happen, so a
   crash or hang loses nothing already obtained, and ends the stream with the JIT's real state;
 - at the end of a JIT session, writes the functions its JIT compiled (JIT coverage, compiled.py);
+- ends the stream with the CPU and wall seconds its tests took, so that recorded durations can be
+  told apart from the time the process waited for a core on a loaded machine (record/durations.py);
 - leaves out the tests listed in HARNESS_DESELECT, so a new process resumes a file after the
   test that crashed the previous one;
 - when it is safe, runs the tests in forked workers of the collected process (warm restarts,
@@ -52,6 +54,8 @@ class Recorder:
         self.attempts: dict[str, list[str]] = {}
         self.last_jit_count = time.monotonic()
         self.children_ended: Callable[[], None] = lambda: None  # announces ended multiprocessing children
+        self.test_began: tuple[float, float] | None = None  # (wall, CPU) clocks as the running test began
+        self.test_seconds = {"cpu": 0.0, "wall": 0.0}  # summed over this process's tests, start to finish
 
     def emit(self, event: str, **fields: Any) -> None:
         if self.stream is not None and os.getpid() == self.owner:
@@ -214,6 +218,7 @@ class HarnessSession:
     def pytest_runtest_logstart(self, nodeid: str, location: tuple[str, int | None, str]) -> None:
         self.recorder.outcomes[nodeid] = _fresh_result()
         self.recorder.emit(Event.START, nodeid=nodeid)
+        self.recorder.test_began = (time.monotonic(), _cpu_seconds())
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         result = self.recorder.outcomes.setdefault(report.nodeid, _fresh_result())
@@ -228,6 +233,10 @@ class HarnessSession:
         """The final word on a test; a test run again in this process (pytest-rerunfailures,
         flakefinder) carries its earlier attempts, oldest first, and the last attempt decides."""
         recorder = self.recorder
+        if recorder.test_began is not None:
+            recorder.test_seconds["wall"] += time.monotonic() - recorder.test_began[0]
+            recorder.test_seconds["cpu"] += _cpu_seconds() - recorder.test_began[1]
+            recorder.test_began = None
         result = recorder.outcomes.pop(nodeid)
         earlier = recorder.attempts.setdefault(nodeid, [])
         recorder.emit(Event.RESULT, nodeid=nodeid, attempts=list(earlier), **result)
@@ -244,10 +253,17 @@ class HarnessSession:
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         self.recorder.children_ended()
-        self.recorder.emit(Event.SESSION_FINISH, exitstatus=int(exitstatus), jit=jit.snapshot().as_dict())
+        self.recorder.emit(Event.SESSION_FINISH, exitstatus=int(exitstatus), jit=jit.snapshot().as_dict(),
+                           tests={kind: round(seconds, 3) for kind, seconds in self.recorder.test_seconds.items()})
         if self.request.mode == JitMode.ON and os.getpid() == self.recorder.owner:
             compiled.write()
         forkserver.end_rerun_worker(int(exitstatus))
+
+
+def _cpu_seconds() -> float:
+    """CPU time of this process and of the children it has waited for (a test's subprocesses)."""
+    times = os.times()
+    return times.user + times.system + times.children_user + times.children_system
 
 
 def _fresh_result() -> dict[str, Any]:

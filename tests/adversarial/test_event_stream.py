@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.run.events import MAX_LINE_BYTES, EventStream, parse_line
+from harness.run.events import MAX_LINE_BYTES, EventStream, parse_line, summarize
 
 pytestmark = pytest.mark.unit
 
@@ -84,3 +84,17 @@ def test_stream_errors_are_counted_and_the_first_kept(stream):
 def test_parse_line_takes_the_plugins_own_lines():
     assert parse_line(json.dumps(RESULT)) == (RESULT, "")
     assert parse_line("") == (None, "")
+
+
+def finish(tests: object) -> dict:
+    return {"event": "session_finish", "exitstatus": 0, "jit": {}, "tests": tests}
+
+
+def test_the_cpu_share_comes_from_the_sessions_that_finished_and_ignores_what_is_no_pair_of_seconds():
+    """A worker killed mid-file reports nothing; a hostile or older process may report junk."""
+    crashed_then_resumed = [{"event": "session_start"}, START, {"event": "session_start"},
+                            finish({"cpu": 1.0, "wall": 4.0}), {"event": "session_start"}, finish({"cpu": 3.0, "wall": 4.0})]
+    assert summarize("t", "t.py", crashed_then_resumed).cpu_share == 0.5
+    for junk in (None, [1, 2], {"cpu": "1", "wall": 2}, {"cpu": True, "wall": 2}, {"cpu": -1, "wall": 2},
+                 {"cpu": 1}, {"cpu": 0, "wall": 0}):
+        assert summarize("t", "t.py", [{"event": "session_start"}, finish(junk)]).cpu_share is None, junk

@@ -104,9 +104,21 @@ def test_shards_weighed_on_durations_beat_test_counts_on_uneven_tests(benchmark)
     tests = {f"big.py::T::t{i:02}": (20.0 if i % 4 == 0 else 1.0) for i in range(40)}
     tests.update({"a.py::T::t": 5.0, "b.py::T::t": 5.0})
     truth = History(tests, {"big.py": 2.0, "a.py": 2.0, "b.py": 2.0}, ("run",))
-    [found] = benchmark.balances(truth, truth, [4])
+    [found] = benchmark.balances(benchmark.Measured(truth, truth, truth, truth), [4])
     assert found.with_durations <= 1.15 < found.with_counts
     assert found.longest_seconds < (sum(tests.values()) + 6.0) / 4 * 1.15
+
+
+@pytest.mark.unit
+def test_wall_seconds_from_a_loaded_sitting_steer_shards_wrong_and_cpu_seconds_do_not(benchmark):
+    """The history's sitting ran a.py's one long test while the machine was three times as loaded:
+    its wall seconds plan it as half of all the work; read on a core of its own it is a third."""
+    work = {"a.py::T::t": 10.0, **{f"b.py::T::t{i:02}": 1.0 for i in range(20)}}
+    overhead = {"a.py": 0.0, "b.py": 0.0}
+    loaded = History({**work, "a.py::T::t": 30.0}, overhead, ("sitting-1",))
+    truth = History(work, overhead, ("sitting-2",))
+    [found] = benchmark.balances(benchmark.Measured(truth, truth, truth, loaded), [2])
+    assert found.with_durations <= 1.15 < found.on_wall
 
 
 @pytest.mark.unit

@@ -34,6 +34,15 @@ def test_every_outcome_is_recorded_in_junit_and_run_record(run_outcomes):
     assert record.files[0].counts == {"error": 1, "failed": 1, "passed": 4, "skipped": 1, "xfailed": 1, "xpassed": 1}
 
 
+def test_the_record_says_how_much_of_its_tests_wall_time_had_a_core(run_outcomes):
+    """The CPU share that recorded durations are weighed with (record/durations.py): measured in the
+    test process, so a test that sleeps counts its wall time but no CPU time."""
+    for restart in ("warm", "fresh"):
+        [record] = run_outcomes("test_cpu_and_sleep.py", restart=restart).read_record().files
+        assert record.counts == {"passed": 2}
+        assert 0.05 < record.cpu_share <= 0.55, (restart, record.cpu_share)
+
+
 def test_rerun_attempts_are_kept_and_the_final_attempt_decides(run_outcomes):
     run = run_outcomes("test_outcomes.py::test_passes_on_second_attempt")
     [result] = read_results(run.junit("test_outcomes"))

@@ -106,8 +106,10 @@ def test_a_shard_number_out_of_range_is_one_line():
 
 # --- the history in the results database --------------------------------------------------------------
 
-def add_run(connection, identity, configuration, torch, *, threshold=None, shard=None, sharding=None, tests=()):
-    record = json.dumps({"sharding": sharding} if sharding else {})
+def add_run(connection, identity, configuration, torch, *, threshold=None, shard=None, sharding=None, tests=(),
+            cpu_share=None):
+    record = json.dumps({**({"sharding": sharding} if sharding else {}),
+                         **({"files": [{"file": "test_a.py", "cpu_share": cpu_share}]} if cpu_share is not None else {})})
     run = connection.execute(
         "INSERT INTO runs (identity, directory, stamp, configuration, tier, threshold, shard, jit, torch, started, "
         "status, tests, record) VALUES (?, '', '', ?, 'p1', ?, ?, 'absent', ?, ?, 'complete', ?, ?)",
@@ -144,6 +146,33 @@ def test_only_the_baselines_durations_with_this_torch_count_and_the_others_are_s
     assert notes == ["shards: recorded durations of 1 of cinderx-jit with torch 2.14.1, 1 of stock with torch 2.13.0 "
                      "ignored: shards follow the durations of stock, the baseline configuration, with torch 2.14.1, "
                      "so that every configuration gets the same shards"]
+
+
+def test_durations_are_read_as_the_seconds_a_core_of_its_own_would_take(database):
+    """Two sittings of the same tests, the second on a machine so loaded that its tests had a core a
+    quarter of their wall time: read as the same work. A share above 1 (threads) is not inflated."""
+    root, connection = database
+    add_run(connection, "run-01", "stock", "2.14.1", tests=[("test_a.py::t1", 2.0), ("test_a.py::t2", 4.0)],
+            cpu_share=1.0)
+    add_run(connection, "run-02", "stock", "2.14.1", tests=[("test_a.py::t1", 8.0), ("test_a.py::t2", 16.0)],
+            cpu_share=0.25)
+    add_run(connection, "run-03", "stock", "2.14.1", tests=[("test_a.py::t1", 2.0)], cpu_share=1.7)
+    loaded = durations.read_history(connection, ("run-02",))
+    assert loaded.tests == {"test_a.py::t1": 2.0, "test_a.py::t2": 4.0}
+    assert loaded.overhead == {"test_a.py": 0.75}  # 3 s of wall time outside the tests, a quarter with a core
+    assert durations.read_history(connection, ("run-02",), scaled=False).tests == {"test_a.py::t1": 8.0,
+                                                                                  "test_a.py::t2": 16.0}
+    assert durations.read_history(connection, ("run-03",)).tests == {"test_a.py::t1": 2.0}
+    assert history_for(root, sweep(1), "stock", None)[0].tests == {"test_a.py::t1": 2.0, "test_a.py::t2": 4.0}
+
+
+def test_a_record_without_cpu_shares_is_read_as_its_wall_time(database):
+    """Runs recorded before the test processes measured CPU time, or a record edited by hand."""
+    root, connection = database
+    add_run(connection, "run-01", "stock", "2.14.1", tests=[("test_a.py::t1", 8.0)])
+    add_run(connection, "run-02", "stock", "2.14.1", tests=[("test_a.py::t1", 6.0)], cpu_share="half")
+    assert durations.read_history(connection, ("run-01",)).tests == {"test_a.py::t1": 8.0}
+    assert durations.read_history(connection, ("run-02",)).tests == {"test_a.py::t1": 6.0}
 
 
 def test_a_sweep_keeps_its_basis_until_a_series_repeats_a_shard(database):
