@@ -15,6 +15,8 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup
 
+from harness.configure import beyond_cpu
+from harness.record.coverage import total_of
 from harness.report import charts
 from harness.report.model import Cell, CoverageSide, Finding, Heatmap, Report, Section, Status
 from harness.report.text import counts, culprit_cost, culprit_functions, culprit_inlined, percent, speedup, verdict_line
@@ -188,14 +190,18 @@ def _forest(report: Report) -> dict[str, Any] | None:
 
 
 def _coverage(side: CoverageSide, name: str) -> dict[str, Any]:
-    """One candidate's JIT coverage: its chart, every subpackage's row, what was compiled outside."""
+    """One candidate's JIT coverage: its chart, every subpackage's row (with its functions in modules
+    a CPU-only machine cannot run, and the share of the rest), what was compiled outside."""
     coverage = side.coverage
-    total = coverage.total
+    rows = coverage.rows_beyond(beyond_cpu.load().needs)
+    total = total_of(rows)
     return {"label": side.label, "svg": Markup(charts.coverage_chart(coverage, name)),
             "summary": f"{total.compiled:,} of torch {coverage.torch}'s {total.defined:,} functions compiled "
-                       f"({percent(total.share)}), {len(coverage.exercised)} of {len(coverage.rows)} subpackages exercised",
+                       f"({percent(total.share)}; {percent(total.rest_share)} of the {total.defined - total.beyond:,} "
+                       f"a CPU-only machine can run), {len(coverage.exercised)} of {len(rows)} subpackages exercised",
             "rows": [{"name": row.name, "defined": f"{row.defined:,}", "compiled": f"{row.compiled:,}",
-                      "share": percent(row.share)} for row in coverage.rows],
+                      "share": percent(row.share), "beyond": f"{row.beyond:,}", "rest": percent(row.rest_share)}
+                     for row in rows],
             "outside": f"Also compiled: {len(coverage.unattributed):,} functions of torch's modules that match no "
                        f"definition (code made at run time), {len(coverage.other):,} outside torch."}
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import py_compile
+import re
 import sqlite3
 import sys
 import textwrap
@@ -283,6 +284,18 @@ def test_the_reports_show_the_candidates_coverage(tmp_path):
     assert "coverage" not in json_report.to_json(build([comparison]))
     page = html.render(report)
     assert 'id="coverage"' in page and page.count("<svg") == 1 and "25.0%" in page
+
+
+def test_the_html_report_counts_what_a_cpu_only_machine_cannot_run_apart():
+    """The same columns as the markdown and JSON reports: Inductor's Triton code is beyond a CPU."""
+    coverage = Coverage("2.14.1", {"_inductor": 4}, {"_inductor": ("torch._inductor.graph:f:1",)},
+                        runs=("r",), modules={"_inductor": {"torch._inductor.codegen.triton": 3,
+                                                            "torch._inductor.graph": 1}})
+    page = html.render(build([candidate(1)], coverage=[CoverageSide(candidate(1).candidate, coverage)]))
+    cells = re.findall(r"<td[^>]*>([^<]*)</td>", page[page.index('<table class="plain coverage">'):])
+    assert cells[:6] == ["_inductor", "4", "1", "25.0%", "3", "100.0%"]
+    assert "beyond a CPU</th><th>% of the rest</th>" in page
+    assert "(25.0%; 100.0% of the 1 a CPU-only machine can run)" in page
 
 
 def test_the_coverage_command_merges_the_runs_given(tmp_path, capsys):
