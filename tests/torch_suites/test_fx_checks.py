@@ -34,7 +34,88 @@ def test_a_real_pass_over_a_traceable_module_passes_the_check():
     from harness.torch_suites.fxchecks import PASSES, check_pass
 
     for fx_pass in PASSES:
-        check_pass(Case(), fx_pass, module_info("nn.Linear"), "cpu", torch.float32)
+        subject = next(info for info in map(module_info, ("nn.Linear", "nn.Embedding")) if fx_pass.applies(info))
+        check_pass(Case(), fx_pass, subject, "cpu", torch.float32)
+
+
+def fx_pass(name: str):
+    from harness.torch_suites.fxchecks import PASSES
+
+    return next(p for p in PASSES if p.name == name)
+
+
+def check(name: str, module: str = "nn.Linear") -> None:
+    import torch
+
+    from harness.torch_suites.fxchecks import check_pass
+
+    check_pass(Case(), fx_pass(name), module_info(module), "cpu", torch.float32)
+
+
+def test_a_partitioner_that_fits_the_graph_into_one_device_fails_though_the_numbers_match(monkeypatch):
+    from torch.fx.experimental.accelerator_partitioner import Partitioner
+
+    def one_partition(self):  # the shortcut the partitioner takes when one device holds everything
+        self.find_single_partition(0, logical_device_id=self.devices[0].logical_id)
+
+    monkeypatch.setattr(Partitioner, "size_based_partition", one_partition)
+    with pytest.raises(AssertionError, match="into one partition"):
+        check("partition_size_based")
+
+
+def test_sparse_nn_partitioning_that_mixes_a_table_with_the_dense_part_fails(monkeypatch):
+    from torch.fx.experimental.accelerator_partitioner import Partitioner
+
+    monkeypatch.setattr(Partitioner, "sparse_nn_partition", lambda self, available: self.size_based_partition())
+    with pytest.raises(AssertionError, match="share"):
+        check("partition_sparse_nn", "nn.Embedding")
+
+
+def test_a_minimizer_that_blames_no_node_fails(monkeypatch):
+    from torch.fx.passes.net_min_base import _MinimizerBase
+
+    monkeypatch.setattr(_MinimizerBase, "_sequential_traverse", lambda self, nodes: set())
+    with pytest.raises(AssertionError, match="sequential search, discrepancy at"):
+        check("net_minimizer")
+
+
+@pytest.mark.parametrize("manager", ["pass_manager", "legacy_pass_manager"])
+def test_a_pass_manager_whose_dead_code_elimination_does_nothing_fails(monkeypatch, manager):
+    from harness.torch_suites import fxchecks
+
+    def dead_code(graph):  # named as the real pass, which the managers schedule by name
+        return graph
+
+    monkeypatch.setattr(fxchecks, "dead_code", dead_code)
+    with pytest.raises(AssertionError, match="dead clone is left"):
+        check(manager)
+
+
+def test_a_type_rule_that_infers_nothing_fails_the_gradual_type_check(monkeypatch):
+    import torch
+    from torch.fx.experimental import graph_gradual_typechecker
+    from torch.fx.tensor_type import Dyn
+
+    def unknown(node, module_instance):
+        node.type = Dyn
+        return Dyn
+
+    monkeypatch.setitem(graph_gradual_typechecker._INFERENCE_RULES, torch.nn.Linear, unknown)
+    with pytest.raises(AssertionError, match="node _0"):
+        check("gradual_types")
+
+
+def test_a_constraint_rule_that_constrains_nothing_fails_as_it_admits_a_wrong_output(monkeypatch):
+    import torch
+    from torch.fx.experimental.migrate_gradual_types import constraint_generator
+
+    def unconstrained(node, module_instance, symbols, constraints, counter):
+        symbols[node], counter = constraint_generator.gen_tvar(counter)
+        return [], counter
+
+    monkeypatch.setitem(constraint_generator._INFERENCE_RULES, torch.nn.Linear, unconstrained)
+    with pytest.raises(AssertionError, match="the constraints with the types"):
+        check("gradual_constraints")
 
 
 def test_a_pass_that_changes_what_the_graph_computes_fails_the_check():
@@ -57,15 +138,11 @@ def test_a_pass_that_changes_what_the_graph_computes_fails_the_check():
 
 
 def test_a_split_that_made_no_partition_fails_even_with_the_same_numbers(monkeypatch):
-    import torch
     import torch.fx.passes.split_module
 
-    from harness.torch_suites.fxchecks import PASSES, check_pass
-
     monkeypatch.setattr(torch.fx.passes.split_module, "split_module", lambda graph, *args, **kwargs: graph)
-    split = next(p for p in PASSES if p.name == "split_module")
     with pytest.raises(AssertionError, match="split_module made no partition"):
-        check_pass(Case(), split, module_info("nn.Linear"), "cpu", torch.float32)
+        check("split_module")
 
 
 def test_the_untraceable_modules_are_module_db_entries_that_fx_cannot_trace():
@@ -96,3 +173,12 @@ def test_the_aten_passes_skip_a_value_dependent_module_with_the_reason():
     aten = next(p for p in PASSES if p.level is Level.ATEN)
     with pytest.raises(unittest.SkipTest, match="make_fx cannot trace nn.CTCLoss"):
         check_pass(Case(), aten, module_info("nn.CTCLoss"), "cpu", torch.float32)
+
+
+def test_symbolic_output_sizes_that_disagree_with_the_run_fail_the_shape_guard_check(monkeypatch):
+    from torch.fx.experimental.symbolic_shapes import ShapeEnv
+
+    size_hint = ShapeEnv.size_hint
+    monkeypatch.setattr(ShapeEnv, "size_hint", lambda self, expr, **kwargs: size_hint(self, expr, **kwargs) + 1)
+    with pytest.raises(AssertionError, match="an output's symbolic sizes"):
+        check("shape_guards")
