@@ -288,9 +288,10 @@ def compiled_user_function(function: Callable[..., Any], backend: Backend, count
 
 
 def check_function(case: TestCase, function: Callable[..., Any], inputs: Callable[[bool], list[torch.Tensor]],
-                   backend: Backend, dynamic: bool | None = None) -> None:
+                   backend: Backend, dynamic: bool | None = None) -> CountingBackend:
     """A user's function through torch.compile gives eager's outputs (and, past dynamo alone, the
-    input gradients of AOTAutograd's backward), on inputs built afresh for each run."""
+    input gradients of AOTAutograd's backward), on inputs built afresh for each run; returns the
+    counting backend, whose graphs a caller may inspect further."""
     grad = backend is not Backend.EAGER
     ours, theirs = inputs(grad), inputs(grad)
     counter = counting(backend)
@@ -300,6 +301,7 @@ def check_function(case: TestCase, function: Callable[..., Any], inputs: Callabl
     case.assertEqual(actual, expected)
     if grad:
         case.assertEqual(input_gradients(actual, ours), input_gradients(expected, theirs))
+    return counter
 
 
 def check_recompiles(case: TestCase, function: Callable[..., Any], steps: Sequence[Callable[[], list[torch.Tensor]]],

@@ -8,7 +8,10 @@ shapes, where shape arithmetic becomes torch.fx's symbolic expressions (`aot_eag
 dynamo's own switches and hand-modelled protocols (harness/torch_suites/dynamopaths.py); and
 recompilation: one compiled function called again in changed states (`recompile_{backend}_{name}`:
 a shape, a dtype, `requires_grad`, a global, an attribute, a module's mode), where the guards must
-fail and every call must give eager's outputs.
+fail and every call must give eager's outputs; and torch.compile's tools around the region
+(harness/torch_suites/dynamotools.py, `tool_{backend}_{name}`: compiled autograd, ahead-of-time
+compile saved and loaded, graph deduplication, compile logging, objects returned from the region),
+each proving its own promise too.
 
 Names of our own: `TestCompilePython.test_compile_python_{backend}_{case}`; `--select CASE` runs
 one case. Each proves a graph was captured and ran (compilechecks.prove_compiled) and compares
@@ -19,17 +22,19 @@ from collections.abc import Callable
 
 from torch.testing._internal.common_utils import TestCase, run_tests
 
-from harness.torch_suites import dynamopaths, modelpaths, pythonpaths
+from harness.torch_suites import dynamopaths, dynamotools, modelpaths, pythonpaths
 from harness.torch_suites.compilechecks import Backend, check_function, check_recompiles
 from harness.torch_suites.dynamopaths import Recompile
+from harness.torch_suites.dynamotools import Tool
 from harness.torch_suites.entries import Entries
 from harness.torch_suites.pythonpaths import Case
 
-ENTRIES = Entries(pythonpaths.CASES + modelpaths.CASES + dynamopaths.CASES + dynamopaths.RECOMPILES,
-                  full_name=lambda case: case.name)
+ENTRIES = Entries(pythonpaths.CASES + modelpaths.CASES + dynamopaths.CASES + dynamopaths.RECOMPILES
+                  + dynamotools.TOOLS, full_name=lambda case: case.name)
 VARIANTS = {"eager": (Backend.EAGER, None), "aot_eager": (Backend.AOT_EAGER, None),
             "aot_eager_dynamic": (Backend.AOT_EAGER, True)}
 RECOMPILING = {"eager": Backend.EAGER, "aot_eager": Backend.AOT_EAGER}  # dynamic=None: shapes go dynamic on their own
+TOOLING = RECOMPILING  # each tool under dynamo alone and through AOTAutograd
 
 
 def python_test(subject: Case, backend: Backend, dynamic: bool | None) -> Callable[[TestCase], None]:
@@ -47,7 +52,16 @@ def recompile_test(subject: Recompile, backend: Backend) -> Callable[[TestCase],
     return test
 
 
-def _tests(subject: Case | Recompile) -> dict[str, Callable[[TestCase], None]]:
+def tool_test(subject: Tool, backend: Backend) -> Callable[[TestCase], None]:
+    def test(self: TestCase) -> None:
+        subject.check(self, backend)
+    return test
+
+
+def _tests(subject: Case | Recompile | Tool) -> dict[str, Callable[[TestCase], None]]:
+    if isinstance(subject, Tool):
+        return {f"test_compile_python_tool_{variant}_{subject.name}": tool_test(subject, backend)
+                for variant, backend in TOOLING.items()}
     if isinstance(subject, Recompile):
         return {f"test_compile_python_recompile_{variant}_{subject.name}": recompile_test(subject, backend)
                 for variant, backend in RECOMPILING.items()}
