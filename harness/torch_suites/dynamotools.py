@@ -3,8 +3,10 @@
 autograd (the backward of a training step captured as a graph of its own), ahead-of-time compile
 with save and load (`aot_compile`: graph, guards and bytecode serialized, then loaded back), graph
 deduplication (repeated blocks turned into one subgraph), compile logging (the guards, graph,
-bytecode, source and recompile artifacts of `torch._logging.set_logs`) and objects made inside the
-region and returned (which dynamo rebuilds as Python objects after the graph ran).
+bytecode, source and recompile artifacts of `torch._logging.set_logs`), objects made inside the
+region and returned (which dynamo rebuilds as Python objects after the graph ran), a compiled
+module (`OptimizedModule`), marks on inputs and `torch.compiler.set_stance`, `torch._dynamo.export`
+and `explain`, and context managers live across a graph break.
 
 These checks are not Case-shaped (one function through torch.compile): each drives its own tool,
 then proves what compilechecks.check_function proves (dynamo captured a graph, the compiled code
@@ -17,6 +19,7 @@ docs/torch_suites.md#user-style-python-through-dynamo.
 from __future__ import annotations
 
 import collections
+import contextlib
 import functools
 import itertools
 import logging
@@ -25,13 +28,13 @@ import os
 import random
 import tempfile
 from collections.abc import Callable, Iterator, ValuesView
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 from torch.testing._internal.common_utils import TestCase
 
+from harness.interop.subjects import copy_function
 from harness.torch_suites.compilechecks import (Backend, FallbackToEager, check_function, check_recompiles,
                                                 compiled_user_function, counting, prove_compiled)
 from harness.torch_suites.pythonpaths import Case
@@ -260,7 +263,7 @@ class Records(logging.Handler):
         return {record.name.rpartition(".__")[2] for record in self.records if ".__" in record.name}
 
 
-@contextmanager
+@contextlib.contextmanager
 def captured_logs(**settings: Any) -> Iterator[Records]:
     """torch's logs set as `torch._logging.set_logs(**settings)`, kept in a handler instead of
     written to stderr, then set back to torch's defaults."""
@@ -304,6 +307,138 @@ def check_compile_logs(case: TestCase, backend: Backend) -> None:
                        "dynamo's debug log is still on after the check")
 
 
+# --- torch.compile's switches: a compiled module, marks on inputs, stances, run-only -------------
+
+class _Scaled(torch.nn.Module):
+    """A module compiled whole (`torch.compile(module)`, `module.compile()`) and by one method."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        with torch.random.fork_rng():
+            torch.manual_seed(0)
+            self.lin = torch.nn.Linear(3, 3)
+        self.scale = 2.0
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.lin(x).relu() * self.scale
+
+    def project(self, x: torch.Tensor) -> torch.Tensor:
+        return self.lin(x).sin()
+
+
+def fresh_scaled() -> _Scaled:
+    """A `_Scaled` whose class has forward and method code of its own: the eager twin's calls (and
+    the other backend's check, in the same process) must not make the compiled module's code hot,
+    which at CinderX's threshold 1 would run it natively, past dynamo's frame hook."""
+    methods = {name: copy_function(getattr(_Scaled, name), name) for name in ("forward", "project")}
+    return type("Scaled", (_Scaled,), methods)()
+
+
+def check_optimized_module(case: TestCase, backend: Backend) -> None:
+    """`torch.compile(module)` gives an OptimizedModule that answers for the module it wraps (its
+    attributes, `dir`, `state_dict` under `_orig_mod.`, train and eval switched through it);
+    `module.compile()` compiles in place and `torch.compile(module.method)` one method: each call
+    must run a captured graph and give the plain module's numbers, in train and in eval mode."""
+    net, twin, counter, x = fresh_scaled(), _Scaled(), counting(backend), _inputs(4, 3)
+    torch._dynamo.reset()
+    optimized = torch.compile(net, backend=counter)
+    case.assertIs(optimized._orig_mod, net)
+    case.assertIs(optimized.lin, net.lin)
+    case.assertIn("lin", dir(optimized))
+    case.assertEqual(set(optimized.state_dict()), {f"_orig_mod.{key}" for key in net.state_dict()})
+    case.assertEqual(optimized(x), twin(x))
+    optimized.eval()
+    case.assertEqual((optimized.training, net.training), (False, False))
+    case.assertEqual(optimized(x), twin.eval()(x))
+    in_place = fresh_scaled()
+    in_place.compile(backend=counter)
+    case.assertEqual(in_place(x), twin(x))
+    case.assertEqual(torch.compile(net.project, backend=counter)(x), twin.project(x))
+    prove_compiled(counter, calls=4)
+
+
+def _stanced(x):
+    return x.cos() * x.shape[0]
+
+
+def check_stances_and_marks(case: TestCase, backend: Backend) -> None:
+    """Inputs marked dynamic (`mark_dynamic`, `maybe_mark_dynamic`: one graph for both sizes) and
+    static (`mark_static`: a graph of its own), `torch._dynamo.run`, which runs only what was
+    compiled before, then `torch.compiler.set_stance`: a recompile under `fail_on_recompile` raises,
+    under `eager_on_recompile` it runs eagerly. Every answer must be eager's and every
+    call before the stances must run a captured graph."""
+    counter = counting(backend)
+    run = compiled_user_function(_stanced, backend, counter)
+    marked, maybe, static = _inputs(5, 3), _inputs(6, 3), _inputs(7, 3)
+    torch._dynamo.mark_dynamic(marked, 0)
+    torch._dynamo.maybe_mark_dynamic(maybe, 0)
+    torch._dynamo.mark_static(static, 0)
+    for x in (marked, maybe, static):
+        case.assertEqual(run(x), _stanced(x))
+    graphs = counter.captured
+    case.assertEqual(torch._dynamo.run(run)(maybe), _stanced(maybe))
+    prove_compiled(counter, calls=4)
+    with torch.compiler.set_stance("fail_on_recompile"), case.assertRaisesRegex(RuntimeError, "fail_on_recompile"):
+        run(marked.half())
+    with torch.compiler.set_stance("eager_on_recompile"):  # last: its eager run makes the code hot under CinderX
+        case.assertEqual(run(marked.double()), _stanced(marked.double()))
+    case.assertEqual(counter.captured, graphs, "a graph compiled under a stance that forbids it")
+
+
+# --- torch._dynamo.export and explain: the graph handed to the user ------------------------------
+
+def _exported(x, y):
+    return (x.sin() + y).relu(), x.shape[0]
+
+
+def check_export_and_explain(case: TestCase, backend: Backend) -> None:
+    """`torch._dynamo.export` hands the user the captured graph (at the torch level under dynamo
+    alone, as aten operators through AOTAutograd's tracer) with its signature rewritten to the
+    function's; the graph must be one, hold calls, and give eager's outputs; `explain` must count
+    one graph and no break for the same function. The function gets code of its own in each check:
+    run eagerly before (by the other backend's check), CinderX at threshold 1 would run it natively,
+    past dynamo's frame hook."""
+    x, y = _inputs(4, 3), _inputs(4, 3, seed=1)
+    subject = copy_function(_exported, "exported")
+    torch._dynamo.reset()
+    graph, _ = torch._dynamo.export(subject, aten_graph=backend is Backend.AOT_EAGER)(x, y)
+    case.assertTrue(any(node.op == "call_function" for node in graph.graph.nodes), "export captured an empty graph")
+    case.assertEqual(graph(x, y), _exported(x, y))
+    explained = torch._dynamo.explain(subject)(x, y)
+    case.assertEqual((explained.graph_count, explained.graph_break_count), (1, 0), str(explained))
+
+
+# --- Context managers live across a graph break: dynamo rebuilds each around the resumed code -----
+
+def _across_managers(x):
+    y = x.sin()
+    with contextlib.nullcontext(), torch.no_grad(), torch.autocast("cpu", enabled=False), \
+            torch._C.DisableTorchFunctionSubclass(), torch._C.DisableTorchFunction(), \
+            torch.autograd.graph.disable_saved_tensors_hooks("off"), torch.inference_mode(False), torch.enable_grad(), \
+            torch.set_grad_enabled(False), torch._dynamo.error_on_graph_break(False):
+        y = y * 2
+        torch._dynamo.graph_break()
+        z = y.cos() + torch.is_grad_enabled()
+    return z
+
+
+def check_managers_across_break(case: TestCase, backend: Backend) -> None:
+    """A graph break inside ten context managers at once (grad modes, autocast, inference mode,
+    torch-function and saved-tensor-hook switches, `error_on_graph_break`): dynamo must capture the
+    graph before the break, rebuild every manager as Python around the break, and resume into a
+    second graph; both must run, with eager's numbers. The function gets code of its own in each
+    check, so at CinderX's threshold 1 it is never hot (run natively) when dynamo meets it."""
+    counter = counting(backend)
+    subject = copy_function(_across_managers, "across_managers")
+    actual = compiled_user_function(subject, backend, counter)(_inputs(4, 3))
+    prove_compiled(counter, calls=1)
+    case.assertGreaterEqual(min(counter.captured, counter.executed), 2,
+                            "the code after the break did not resume into a graph")
+    case.assertEqual(actual, _across_managers(_inputs(4, 3)))
+
+
 TOOLS = (Tool("compiled_autograd", check_compiled_autograd), Tool("precompile", check_precompile),
          Tool("graph_deduplication", check_graph_deduplication), Tool("compile_logs", check_compile_logs),
-         Tool("returned_objects", check_returned_objects))
+         Tool("returned_objects", check_returned_objects), Tool("optimized_module", check_optimized_module),
+         Tool("stances_and_marks", check_stances_and_marks), Tool("export_and_explain", check_export_and_explain),
+         Tool("managers_across_break", check_managers_across_break))

@@ -51,7 +51,7 @@ def _tool(name: str):
 
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("name", ["compiled_autograd", "precompile", "graph_deduplication", "compile_logs",
-                                  "returned_objects"])
+                                  "returned_objects", "optimized_module", "managers_across_break"])
 def test_each_tool_check_passes_and_a_silent_fallback_to_eager_fails_it(name, backend):
     import torch
 
@@ -143,6 +143,56 @@ def test_a_returned_object_that_differs_from_eagers_fails_the_check(monkeypatch)
     monkeypatch.setattr(dynamotools, "_returned_objects", other_range)
     with pytest.raises(AssertionError, match="the returned range"):
         _tool("returned_objects").check(_case(), Backend.EAGER)
+
+
+def test_stances_that_do_not_apply_fail_the_stance_check(monkeypatch):
+    """`set_stance` made a no-op: the recompiles it should have run eagerly or refused compile
+    graphs, and the call under `fail_on_recompile` raises nothing."""
+    import contextlib
+
+    import torch
+
+    from harness.torch_suites.compilechecks import Backend
+
+    _tool("stances_and_marks").check(_case(), Backend.AOT_EAGER)
+    monkeypatch.setattr(torch.compiler, "set_stance", lambda *args, **kwargs: contextlib.nullcontext())
+    with pytest.raises(AssertionError, match="RuntimeError not raised"):
+        _tool("stances_and_marks").check(_case(), Backend.EAGER)
+
+
+def test_a_function_with_a_graph_break_fails_the_export_check(monkeypatch):
+    """export promises one whole graph: a function that breaks it cannot be exported."""
+    import torch
+
+    from harness.torch_suites import dynamotools
+    from harness.torch_suites.compilechecks import Backend
+
+    def broken(x, y):
+        torch._dynamo.graph_break()
+        return x + y, x.shape[0]
+
+    monkeypatch.setattr(dynamotools, "_exported", broken)
+    with pytest.raises(torch._dynamo.exc.Unsupported, match="graph_break"):
+        _tool("export_and_explain").check(_case(), Backend.EAGER)
+
+
+def test_managers_dynamo_cannot_resume_fail_the_break_check(monkeypatch):
+    """A break inside `fx.traceback.annotate`, which dynamo cannot rebuild around a break: the
+    whole frame runs eagerly, with eager's numbers, so only the count of graphs catches it."""
+    import torch
+
+    from harness.torch_suites import dynamotools
+    from harness.torch_suites.compilechecks import Backend, FallbackToEager
+
+    def unresumable(x):
+        with torch.fx.traceback.annotate({"kept": 1}):
+            y = x.sin()
+            torch._dynamo.graph_break()
+            return y.cos()
+
+    monkeypatch.setattr(dynamotools, "_across_managers", unresumable)
+    with pytest.raises(FallbackToEager, match="captured no graph"):
+        _tool("managers_across_break").check(_case(), Backend.EAGER)
 
 
 @pytest.mark.parametrize("name", ["dynamo_context_managers", "torch_special_functions", "runtime_objects",
