@@ -27,11 +27,14 @@ def deterministic(function: Callable[..., Any], *args: Any, **kwargs: Any) -> bo
     """Whether eager agrees with itself (from one RNG state) on these inputs, also when PyTorch
     fills uninitialized memory: ops that return it (`empty_like`, `new_empty_strided`) do not, and
     only their metadata is compared. Two plain runs alone can agree by chance (the allocator hands
-    back the same block twice), then differ from a vmapped or compiled run: a false regression."""
+    back the same block twice), then differ from a vmapped or compiled run: a false regression. So
+    can all three, when the blocks handed back hold an earlier fill: an output that is nothing but
+    PyTorch's fill is taken for uninitialized memory (an op whose real output is all NaN loses only
+    a NaN-to-NaN comparison)."""
     first, second = seeded(function, *args, **kwargs), seeded(function, *args, **kwargs)
     with filling_uninitialized_memory():
         filled = seeded(function, *args, **kwargs)
-    return _agree(first, second) and _agree(first, filled)
+    return _agree(first, second) and _agree(first, filled) and not _only_fill(filled)
 
 
 @contextmanager
@@ -46,6 +49,20 @@ def filling_uninitialized_memory() -> Iterator[None]:
             yield
     finally:
         torch.use_deterministic_algorithms(enabled, warn_only=warn_only)
+
+
+def _only_fill(value: Any) -> bool:
+    """Whether some tensor of `value` holds nothing but what PyTorch's deterministic mode writes into
+    uninitialized memory: NaN in floating and complex types, the largest value in integer types."""
+    for leaf in tree_flatten(value)[0]:
+        if not isinstance(leaf, torch.Tensor) or leaf.numel() == 0 or leaf.dtype == torch.bool:
+            continue
+        if leaf.is_floating_point() or leaf.is_complex():
+            if bool(torch.isnan(leaf).all()):
+                return True
+        elif bool((leaf == torch.iinfo(leaf.dtype).max).all()):
+            return True
+    return False
 
 
 def _agree(first: Any, second: Any) -> bool:

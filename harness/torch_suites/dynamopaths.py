@@ -694,7 +694,7 @@ def _builtin_protocols(x):
     equal = (range(0, 4, 2) == range(0, 3, 2), slice(1, 2) == slice(1, 2), table.keys() == {"a", "b"},
              table.items() == {("a", 1), ("b", 2)}, ordered == {"b": 2, "a": 1}, queue == collections.deque([3, 1, 2]),
              frozenset({3}) == {3}, x.shape == (4, 3), (1, 2) + (3,) == (1, 2, 3), x.shape + (1,) == (4, 3, 1))
-    has = (hasattr(range(3), "start"), hasattr(table, "keys"), hasattr(queue, "maxlen"), hasattr(slice(1), "stop"),
+    has = (hasattr(range(3), "step"), hasattr(table, "keys"), hasattr(queue, "maxlen"), hasattr(slice(1), "stop"),
            hasattr((1,), "count"), hasattr(iter([1]), "__next__"), hasattr(x.shape, "numel"))
     sizes = (x.shape.numel(), x.shape.count(4), x.shape.index(3), range(10)[2:8:2][1], range(5)[-1],
              len(range(2, 9, 3)))

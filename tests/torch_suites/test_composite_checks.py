@@ -15,6 +15,7 @@ from torch.testing._internal import composite_compliance
 from torch.testing._internal.common_methods_invocations import op_db
 from torch.testing._internal.opinfo.core import SampleInput
 
+from harness.torch_suites.determinism import deterministic
 from harness.torch_suites.opchecks import composite_operator
 from tests.torch_suites import test_transform_checks as shaped  # its OpInfo-shaped op and TestCase instance
 
@@ -41,6 +42,19 @@ def test_an_op_returning_other_garbage_each_call_passes_on_shapes_and_dtypes() -
     sample = op.sample_inputs("cpu", torch.float32)[0]
     with pytest.raises(AssertionError, match="not close|not equal"):  # what PyTorch's own body does with it
         composite_compliance.check_with_mode(op, [sample.input], {}, shaped.Case().assertEqual)
+
+
+def test_blocks_that_hold_an_earlier_fill_are_taken_for_uninitialized_memory() -> None:
+    """Seen in the harness's own suite: `empty` returned NaN in both plain runs and under the fill
+    (the allocator handed back blocks an earlier fill had written), then 0.0 in the compared run."""
+    calls = itertools.count()
+
+    def earlier_fill_then_zeros(x: torch.Tensor) -> torch.Tensor:
+        return torch.full_like(x, float("nan")) if next(calls) < 3 else torch.zeros_like(x)
+
+    composite_operator(shaped.Case(), "cpu", torch.float32, op_like(earlier_fill_then_zeros))
+    assert deterministic(torch.abs, torch.randn(3)) and not deterministic(torch.full_like, torch.ones(3), float("nan"))
+    assert not deterministic(torch.full_like, torch.ones(3, dtype=torch.int64), torch.iinfo(torch.int64).max)
 
 
 def test_a_shape_that_changes_between_calls_still_fails() -> None:
