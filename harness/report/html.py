@@ -15,11 +15,11 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup
 
-from harness.configure import beyond_cpu
 from harness.record.coverage import total_of
 from harness.report import charts
 from harness.report.model import Cell, CoverageSide, Finding, Heatmap, Report, Section, Status
-from harness.report.text import counts, culprit_cost, culprit_functions, culprit_inlined, percent, speedup, verdict_line
+from harness.report.text import (counts, coverage_rows, culprit_cost, culprit_functions, culprit_inlined, percent, speedup,
+                                 verdict_line)
 
 HEATMAP_ROWS = 40  # modules drawn in the heatmap; the modules table below holds them all
 PAGE_ROWS = 50  # table rows shown at once
@@ -193,7 +193,7 @@ def _coverage(side: CoverageSide, name: str) -> dict[str, Any]:
     """One candidate's JIT coverage: its chart, every subpackage's row (with its functions in modules
     a CPU-only machine cannot run, and the share of the rest), what was compiled outside."""
     coverage = side.coverage
-    rows = coverage.rows_beyond(beyond_cpu.load().needs)
+    rows = coverage_rows(coverage)
     total = total_of(rows)
     return {"label": side.label, "svg": Markup(charts.coverage_chart(coverage, name)),
             "summary": f"{total.compiled:,} of torch {coverage.torch}'s {total.defined:,} functions compiled "

@@ -15,9 +15,9 @@ from dataclasses import asdict
 from typing import Any
 
 from harness.compare.diff import Known, Regression
-from harness.configure import beyond_cpu
 from harness.record.coverage import Coverage, Row, total_of
 from harness.report.model import Culprit, Finding, Forest, Interval, Report, Section
+from harness.report.text import coverage_rows
 
 
 def to_json(report: Report) -> dict[str, Any] | list[dict[str, Any]]:
@@ -92,7 +92,7 @@ def _document(report: Report, section: Section) -> dict[str, Any]:
 def coverage_json(coverage: Coverage) -> dict[str, Any]:
     """JIT coverage of torch: per subpackage (the biggest first) functions defined and compiled, and
     of those, the ones in modules a CPU-only machine cannot run (`beyond_cpu`)."""
-    rows = coverage.rows_beyond(beyond_cpu.load().needs)
+    rows = coverage_rows(coverage)
     return {"torch": coverage.torch, "runs": list(coverage.runs), "processes": coverage.processes,
             "subpackages": [_row(row, "subpackage") for row in rows], "total": _row(total_of(rows)),
             "exercised": list(coverage.exercised), "unattributed": len(coverage.unattributed),

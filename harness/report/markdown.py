@@ -15,7 +15,7 @@ from harness.configure import beyond_cpu
 from harness.record.coverage import Row, total_of
 from harness.report.model import (Culprit, CoverageSide, Finding, KnownGroup, Report, Section, Status, SweepLine,
                                    compiled_total)
-from harness.report.text import counts, culprit_cost, culprit_inlined, percent, speedup, summed
+from harness.report.text import counts, coverage_rows, culprit_cost, culprit_inlined, percent, speedup, summed
 
 TOP_REGRESSIONS = 10  # per comparison; the HTML report lists them all
 TOP_MODULES = 20  # per table, worst first
@@ -213,7 +213,7 @@ def coverage_section(side: CoverageSide, limit: int | None = None) -> str:
     """Per torch subpackage (the biggest first, `limit` of them): functions defined, and compiled
     by the JIT at least once; then what was compiled outside torch's definitions."""
     coverage = side.coverage
-    rows = coverage.rows_beyond(beyond_cpu.load().needs)
+    rows = coverage_rows(coverage)
     shown = rows if limit is None else rows[:limit]
     lines = [f"## JIT coverage of torch {coverage.torch}: {side.label}", "",
              f"Functions torch's sources define, and those the JIT compiled at least once (docs/coverage.md); "

@@ -4,11 +4,19 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from harness.configure import beyond_cpu
 from harness.protocol import Outcome
+from harness.record.coverage import Coverage, Row
 from harness.record.culprits import Culprit
 from harness.report.model import Interval, Report
 
 _CORE = (Outcome.PASSED, Outcome.FAILED, Outcome.ERROR, Outcome.SKIPPED, Outcome.XFAILED)
+
+
+def coverage_rows(coverage: Coverage) -> tuple[Row, ...]:
+    """Every subpackage's coverage row, with its functions in modules a CPU-only machine cannot run
+    (the shipped rules, harness/configure/data/beyond_cpu.yaml), as every report form shows them."""
+    return coverage.rows_beyond(beyond_cpu.load().needs)
 
 
 def counts(outcomes: Mapping[str, int]) -> str:
