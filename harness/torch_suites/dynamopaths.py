@@ -918,8 +918,10 @@ class Recompile:
     reset: Callable[[], None] = lambda: None
 
 
-def _randn(*shape: int, dtype: torch.dtype = torch.float32, requires_grad: bool = False) -> torch.Tensor:
-    generator = torch.Generator().manual_seed(0)
+def seeded_randn(*shape: int, dtype: torch.dtype = torch.float32, requires_grad: bool = False,
+                 seed: int = 0) -> torch.Tensor:
+    """A check's input: the same values every time it is asked for (a generator of its own)."""
+    generator = torch.Generator().manual_seed(seed)
     return torch.randn(shape, generator=generator, dtype=dtype).requires_grad_(requires_grad)
 
 
@@ -955,7 +957,7 @@ def _after(change: Callable[[], object]) -> Callable[[], list[torch.Tensor]]:
     """A step that first changes some state, then gives the call's inputs."""
     def step() -> list[torch.Tensor]:
         change()
-        return [_randn(4, 3)]
+        return [seeded_randn(4, 3)]
     return step
 
 
@@ -973,10 +975,12 @@ def _reset_globals() -> None:
 
 RECOMPILES = (
     # static, then automatic dynamic shapes (the second size marks the dimension dynamic), then reused
-    Recompile("shape_change", _shaped, (lambda: [_randn(4, 3)], lambda: [_randn(5, 3)], lambda: [_randn(7, 3)]), 2),
-    Recompile("dtype_change", _typed, (lambda: [_randn(4, 3)], lambda: [_randn(4, 3, dtype=torch.float64)],
-                                 lambda: [_randn(4, 3)]), 2),
-    Recompile("requires_grad_change", _shaped, (lambda: [_randn(4, 3)], lambda: [_randn(4, 3, requires_grad=True)]), 2),
+    Recompile("shape_change", _shaped,
+              (lambda: [seeded_randn(4, 3)], lambda: [seeded_randn(5, 3)], lambda: [seeded_randn(7, 3)]), 2),
+    Recompile("dtype_change", _typed, (lambda: [seeded_randn(4, 3)], lambda: [seeded_randn(4, 3, dtype=torch.float64)],
+                                 lambda: [seeded_randn(4, 3)]), 2),
+    Recompile("requires_grad_change", _shaped,
+              (lambda: [seeded_randn(4, 3)], lambda: [seeded_randn(4, 3, requires_grad=True)]), 2),
     Recompile("global_value_change", _global_gain,
               tuple(_after(functools.partial(_set_gain, value)) for value in (1, 3, 1)), 2, _reset_globals),
     Recompile("global_length_change", _global_items,

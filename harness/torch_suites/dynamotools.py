@@ -37,6 +37,7 @@ from torch.testing._internal.common_utils import TestCase
 from harness.interop.subjects import copy_function
 from harness.torch_suites.compilechecks import (Backend, FallbackToEager, check_function, check_recompiles,
                                                 compiled_user_function, counting, prove_compiled)
+from harness.torch_suites.dynamopaths import seeded_randn
 from harness.torch_suites.pythonpaths import Case
 
 
@@ -46,11 +47,6 @@ class Tool:
 
     name: str
     check: Callable[[TestCase, Backend], None]
-
-
-def _inputs(*shape: int, seed: int = 0, requires_grad: bool = False) -> torch.Tensor:
-    generator = torch.Generator().manual_seed(seed)
-    return torch.randn(shape, generator=generator).requires_grad_(requires_grad)
 
 
 # --- Compiled autograd: the backward pass as a graph of its own -------------------------------------
@@ -97,7 +93,7 @@ def check_compiled_autograd(case: TestCase, backend: Backend) -> None:
     torch._dynamo.compiled_autograd.reset()
     try:
         for number in range(TRAINING_STEPS):
-            x = _inputs(3, 4, seed=number, requires_grad=True)  # else the full backward hook warns, in the graph
+            x = seeded_randn(3, 4, seed=number, requires_grad=True)  # else the full backward hook warns, in the graph
             with torch._dynamo.compiled_autograd._enable(
                     lambda graph: torch.compile(graph, backend=backward, fullgraph=True)):
                 loss = _step(run, model, x)
@@ -148,7 +144,7 @@ def check_precompile(case: TestCase, backend: Backend) -> None:
     """`torch.compile(fn, fullgraph=True).aot_compile(...)`: compiled before the first call, saved
     to a file (graph, guards, bytecode) and loaded back; the loaded function must run its graph and
     give eager's numbers, and its guards (loaded from the file) must refuse inputs of another dtype."""
-    x, scale = _inputs(4, 3), _inputs(5, 3, seed=1)
+    x, scale = seeded_randn(4, 3), seeded_randn(5, 3, seed=1)
     torch._dynamo.reset()
     compiled = torch.compile(_precompiled, fullgraph=True, backend=backend.value).aot_compile(((x, scale), {}))
     with tempfile.TemporaryDirectory() as folder:
@@ -235,9 +231,9 @@ def check_returned_objects(case: TestCase, backend: Backend) -> None:
     generator) and returns them: dynamo must rebuild each after the graph ran, and the user must see
     what eager returns (the same items, answers, draws)."""
     counter = counting(backend)
-    actual, made = compiled_user_function(_returned_objects, backend, counter)(_inputs(4, 3))
+    actual, made = compiled_user_function(_returned_objects, backend, counter)(seeded_randn(4, 3))
     prove_compiled(counter, calls=1)
-    expected, wanted = _returned_objects(_inputs(4, 3))
+    expected, wanted = _returned_objects(seeded_randn(4, 3))
     case.assertEqual(actual, expected)
     for name, value in wanted.items():
         case.assertEqual(observed(made[name]), observed(value), msg=f"the returned {name}")
@@ -296,7 +292,7 @@ def check_compile_logs(case: TestCase, backend: Backend) -> None:
     guards, graph code, bytecode, traced source and (verbose) recompile artifacts on: the calls must give eager's
     numbers from captured graphs, and the records must hold every artifact turned on and dynamo's
     own debug messages; the logs are torch's defaults again afterwards."""
-    steps = (lambda: [_inputs(4, 3)], lambda: [_inputs(4, 3).double()])
+    steps = (lambda: [seeded_randn(4, 3)], lambda: [seeded_randn(4, 3).double()])
     with captured_logs(dynamo=logging.DEBUG, **dict.fromkeys(ARTIFACTS, True)) as logs:
         check_recompiles(case, _logged, steps, 2, backend)
     missing = sorted(set(ARTIFACTS) - logs.artifacts())
@@ -339,7 +335,7 @@ def check_optimized_module(case: TestCase, backend: Backend) -> None:
     attributes, `dir`, `state_dict` under `_orig_mod.`, train and eval switched through it);
     `module.compile()` compiles in place and `torch.compile(module.method)` one method: each call
     must run a captured graph and give the plain module's numbers, in train and in eval mode."""
-    net, twin, counter, x = fresh_scaled(), _Scaled(), counting(backend), _inputs(4, 3)
+    net, twin, counter, x = fresh_scaled(), _Scaled(), counting(backend), seeded_randn(4, 3)
     torch._dynamo.reset()
     optimized = torch.compile(net, backend=counter)
     case.assertIs(optimized._orig_mod, net)
@@ -369,7 +365,7 @@ def check_stances_and_marks(case: TestCase, backend: Backend) -> None:
     call before the stances must run a captured graph."""
     counter = counting(backend)
     run = compiled_user_function(_stanced, backend, counter)
-    marked, maybe, static = _inputs(5, 3), _inputs(6, 3), _inputs(7, 3)
+    marked, maybe, static = seeded_randn(5, 3), seeded_randn(6, 3), seeded_randn(7, 3)
     torch._dynamo.mark_dynamic(marked, 0)
     torch._dynamo.maybe_mark_dynamic(maybe, 0)
     torch._dynamo.mark_static(static, 0)
@@ -398,7 +394,7 @@ def check_export_and_explain(case: TestCase, backend: Backend) -> None:
     one graph and no break for the same function. The function gets code of its own in each check:
     run eagerly before (by the other backend's check), CinderX at threshold 1 would run it natively,
     past dynamo's frame hook."""
-    x, y = _inputs(4, 3), _inputs(4, 3, seed=1)
+    x, y = seeded_randn(4, 3), seeded_randn(4, 3, seed=1)
     subject = copy_function(_exported, "exported")
     torch._dynamo.reset()
     graph, _ = torch._dynamo.export(subject, aten_graph=backend is Backend.AOT_EAGER)(x, y)
@@ -430,11 +426,11 @@ def check_managers_across_break(case: TestCase, backend: Backend) -> None:
     check, so at CinderX's threshold 1 it is never hot (run natively) when dynamo meets it."""
     counter = counting(backend)
     subject = copy_function(_across_managers, "across_managers")
-    actual = compiled_user_function(subject, backend, counter)(_inputs(4, 3))
+    actual = compiled_user_function(subject, backend, counter)(seeded_randn(4, 3))
     prove_compiled(counter, calls=1)
     case.assertGreaterEqual(min(counter.captured, counter.executed), 2,
                             "the code after the break did not resume into a graph")
-    case.assertEqual(actual, _across_managers(_inputs(4, 3)))
+    case.assertEqual(actual, _across_managers(seeded_randn(4, 3)))
 
 
 TOOLS = (Tool("compiled_autograd", check_compiled_autograd), Tool("precompile", check_precompile),
