@@ -4,8 +4,9 @@ Each JIT run records its coverage as it ends (`coverage.json`, harness/record/co
 command merges the runs given (the tiers of a configuration, the shards of a run), each function
 once, and prints the table: per torch subpackage, functions defined and functions compiled; with
 `--subpackage NAME`, per module of that subpackage, where the most functions stayed uncompiled.
-Both count apart the functions of modules a CPU-only machine cannot run (a GPU, another accelerator,
-a compiler it lacks: harness/configure/data/beyond_cpu.yaml), and give the share of the rest.
+Both count apart the functions a CPU-only machine cannot run (whole modules, or some functions of
+one, that need a GPU, another accelerator, a compiler it lacks: harness/configure/data/beyond_cpu.yaml),
+and give the share of the rest.
 """
 
 from __future__ import annotations
@@ -34,13 +35,13 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
 
 
 def _coverage(args: argparse.Namespace) -> int:
-    from harness.configure.beyond_cpu import load
     from harness.record.coverage import merge, read
     from harness.record.ingest import run_directories
     from harness.report.json_report import coverage_json, coverage_modules_json
     from harness.report.markdown import coverage_modules_section, coverage_section
     from harness.report.model import CoverageSide
     from harness.report.output import write_out
+    from harness.report.text import coverage_module_rows
 
     runs = run_directories(args.runs)
     found = [(path, read(path)) for path in runs]
@@ -51,7 +52,7 @@ def _coverage(args: argparse.Namespace) -> int:
     without = [str(path) for path, coverage in found if coverage is None]
     note = f"\nLeft out, without JIT coverage: {', '.join(without)}\n" if without else ""
     if args.subpackage:
-        rows = side.coverage.module_rows(args.subpackage, load().needs)
+        rows = coverage_module_rows(side.coverage, args.subpackage)
         write_out(lambda fmt: json.dumps(coverage_modules_json(side.coverage, args.subpackage, rows), indent=2) + "\n"
                   if fmt == "json" else coverage_modules_section(side, args.subpackage, rows) + note,
                   [args.format], None, "coverage")

@@ -16,26 +16,51 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterable, Mapping
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from harness.errors import HarnessError, did_you_mean
 from harness.record import typed
 from harness.record.store import RunDirectory, read_json_record, write_json_atomically
 
 TOP_LEVEL = "(top-level modules)"  # how a report names torch's own modules (torch/functional.py, ...)
-Needs = Callable[[str], "str | None"]  # what a module needs that a CPU-only machine lacks (configure/beyond_cpu.py)
 
 
-def runs_anywhere(module: str) -> None:
-    """No module needs anything: every function counts as one a CPU-only machine can run."""
-    return None
+class Beyond(Protocol):
+    """What a CPU-only machine cannot run (configure/beyond_cpu.py's rules; records know no rules)."""
+
+    def needs(self, module: str, qualname: str | None = None) -> str | None:
+        """What a function of `module` needs (None: nothing); without a qualname, the module as a whole."""
+
+    def splits(self, module: str) -> bool:
+        """Whether the answer depends on the function, so `module`'s functions are judged one by one."""
+
+
+@dataclass(frozen=True)
+class RunsAnywhere:
+    """No function needs anything: every function counts as one a CPU-only machine can run."""
+
+    def needs(self, module: str, qualname: str | None = None) -> None:
+        return None
+
+    def splits(self, module: str) -> bool:
+        return False
+
+
+RUNS_ANYWHERE = RunsAnywhere()
 
 
 def function_key(module: str, qualname: str, line: int) -> str:
     """How a function is named in coverage: its JIT-list name (`module:qualname`) and its first line."""
     return f"{module}:{qualname}:{line}"
+
+
+def qualname_of(key: str) -> str:
+    """The qualified name in a function key (`module:qualname:line`)."""
+    return key.split(":", 2)[1]
 
 
 @dataclass(frozen=True)
@@ -65,6 +90,11 @@ class Definitions:
         real = os.path.realpath(path)
         return self.modules.get(real[len(root):].replace(os.sep, "/"), "") if real.startswith(root) else None
 
+    def qualnames(self, module: str) -> tuple[str, ...]:
+        """The qualified names of a module's definitions (one per definition: a property's getter and
+        setter share theirs)."""
+        return tuple(qualname for _, qualname in self.keys.get(module, ()))
+
     def defined(self) -> dict[str, int]:
         return {sub: sum(modules.values()) for sub, modules in self.per_module().items()}
 
@@ -85,9 +115,9 @@ class Row:
     part: str
     defined: int
     compiled: int
-    beyond: int = 0  # of `defined`, those in modules a CPU-only machine cannot run
-    beyond_compiled: int = 0  # of `compiled`, those in such modules
-    needs: str | None = None  # a module's row: what it needs that such a machine lacks
+    beyond: int = 0  # of `defined`, those a CPU-only machine cannot run
+    beyond_compiled: int = 0  # of `compiled`, those of them
+    needs: str | None = None  # a module's row: what they need that such a machine lacks
 
     @property
     def share(self) -> float | None:
@@ -122,23 +152,24 @@ class Coverage:
     @property
     def rows(self) -> tuple[Row, ...]:
         """Every subpackage, the biggest first."""
-        return self.rows_beyond(runs_anywhere)
+        return self.rows_beyond(RUNS_ANYWHERE)
 
-    def rows_beyond(self, needs: Needs) -> tuple[Row, ...]:
-        """Every subpackage, the biggest first, with its functions in modules that `needs` says a
-        CPU-only machine cannot run (none counted in coverage recorded before per-module counts)."""
+    def rows_beyond(self, beyond: Beyond, census: Definitions | None = None) -> tuple[Row, ...]:
+        """Every subpackage, the biggest first, with its functions that `beyond` says a CPU-only
+        machine cannot run, summed over its modules (`_module_row`; none counted in coverage recorded
+        before per-module counts)."""
         rows = []
         for sub, count in self.defined.items():
-            beyond = {module: defined for module, defined in self.modules.get(sub, {}).items() if needs(module)}
-            compiled = self.compiled.get(sub, ())
-            beyond_compiled = sum(1 for key in compiled if key.split(":", 1)[0] in beyond) if beyond else 0
-            rows.append(Row(sub, count, len(compiled), sum(beyond.values()), beyond_compiled))
+            modules = self._module_rows(sub, beyond, census)
+            rows.append(Row(sub, count, len(self.compiled.get(sub, ())), sum(row.beyond for row in modules),
+                            sum(row.beyond_compiled for row in modules)))
         return tuple(sorted(rows, key=lambda row: (-row.defined, row.part)))
 
-    def module_rows(self, subpackage: str, needs: Needs = runs_anywhere) -> tuple[Row, ...]:
+    def module_rows(self, subpackage: str, beyond: Beyond = RUNS_ANYWHERE,
+                    census: Definitions | None = None) -> tuple[Row, ...]:
         """The modules of one subpackage (`_dynamo`, or TOP_LEVEL), the most functions left uncompiled
-        first: where a verdict's reach ends inside it; each with what it needs that a CPU-only
-        machine lacks, if anything."""
+        first: where a verdict's reach ends inside it; each with how many of its functions a CPU-only
+        machine cannot run, and what they need."""
         key = "" if subpackage == TOP_LEVEL else subpackage
         if key not in self.defined:
             hint = did_you_mean(subpackage, (row.name for row in self.rows))
@@ -146,19 +177,16 @@ class Coverage:
         if not self.modules:
             raise HarnessError("this JIT coverage was recorded before per-module counts: run the tier again "
                                "to see its modules")
-        rows = []
-        for module, (defined, compiled) in self._module_counts(key).items():
-            need = needs(module)
-            rows.append(Row(module, defined, compiled, defined if need else 0, compiled if need else 0, need))
+        rows = self._module_rows(key, beyond, census)
         return tuple(sorted(rows, key=lambda row: (row.compiled - row.defined, row.part)))
 
-    def _module_counts(self, subpackage: str) -> dict[str, tuple[int, int]]:
-        """Per module of a subpackage: functions defined and compiled."""
-        compiled: dict[str, int] = {}
+    def _module_rows(self, subpackage: str, beyond: Beyond, census: Definitions | None) -> list[Row]:
+        """Every module of a subpackage with its row (`_module_row`)."""
+        compiled: dict[str, list[str]] = {}
         for function in self.compiled.get(subpackage, ()):
-            module = function.split(":", 1)[0]
-            compiled[module] = compiled.get(module, 0) + 1
-        return {module: (count, compiled.get(module, 0)) for module, count in self.modules.get(subpackage, {}).items()}
+            compiled.setdefault(function.split(":", 1)[0], []).append(qualname_of(function))
+        return [_module_row(module, defined, compiled.get(module, []), beyond, census)
+                for module, defined in self.modules.get(subpackage, {}).items()]
 
     @property
     def total(self) -> Row:
@@ -175,6 +203,20 @@ class Coverage:
     @classmethod
     def from_json(cls, data: object) -> Coverage:
         return typed.from_json(cls, data)
+
+
+def _module_row(module: str, defined: int, compiled: Sequence[str], beyond: Beyond,
+                census: Definitions | None) -> Row:
+    """One module's row, `compiled` naming its functions the JIT compiled. The functions of a module
+    that a rule splits are judged one by one, by the names the census gives its definitions (a
+    record keeps only their count); without a census that counted the same, by the module as a whole."""
+    names = census.qualnames(module) if census is not None and beyond.splits(module) else None
+    if names is None or len(names) != defined:  # judged as a whole
+        need = beyond.needs(module)
+        return Row(module, defined, len(compiled), defined if need else 0, len(compiled) if need else 0, need)
+    needs = Counter(need for need in (beyond.needs(module, name) for name in names) if need)
+    beyond_compiled = sum(1 for name in compiled if beyond.needs(module, name))
+    return Row(module, defined, len(compiled), needs.total(), beyond_compiled, ", ".join(sorted(needs)) or None)
 
 
 def total_of(rows: Iterable[Row]) -> Row:

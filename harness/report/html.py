@@ -190,8 +190,8 @@ def _forest(report: Report) -> dict[str, Any] | None:
 
 
 def _coverage(side: CoverageSide, name: str) -> dict[str, Any]:
-    """One candidate's JIT coverage: its chart, every subpackage's row (with its functions in modules
-    a CPU-only machine cannot run, and the share of the rest), what was compiled outside."""
+    """One candidate's JIT coverage: its chart, every subpackage's row (with its functions a CPU-only
+    machine cannot run, and the share of the rest), what was compiled outside."""
     coverage = side.coverage
     rows = coverage_rows(coverage)
     total = total_of(rows)

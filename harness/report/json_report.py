@@ -91,7 +91,7 @@ def _document(report: Report, section: Section) -> dict[str, Any]:
 
 def coverage_json(coverage: Coverage) -> dict[str, Any]:
     """JIT coverage of torch: per subpackage (the biggest first) functions defined and compiled, and
-    of those, the ones in modules a CPU-only machine cannot run (`beyond_cpu`)."""
+    of those, the ones a CPU-only machine cannot run (`beyond_cpu`)."""
     rows = coverage_rows(coverage)
     return {"torch": coverage.torch, "runs": list(coverage.runs), "processes": coverage.processes,
             "subpackages": [_row(row, "subpackage") for row in rows], "total": _row(total_of(rows)),

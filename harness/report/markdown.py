@@ -186,7 +186,7 @@ def _total(rows: Iterable[ModuleRow]) -> str:
 
 def coverage_modules_section(side: CoverageSide, subpackage: str, rows: Sequence[Row]) -> str:
     """Per module of one subpackage: functions defined and compiled, the most left uncompiled first,
-    and what a module needs that a CPU-only machine lacks."""
+    and what a module's functions need that a CPU-only machine lacks (how many, when only some do)."""
     total = total_of(rows)
     lines = [f"## JIT coverage of torch {side.coverage.torch}, {subpackage} by module: {side.label}", "",
              f"{total.compiled:,} of its {total.defined:,} functions compiled, in {sum(1 for row in rows if row.compiled)} "
@@ -194,13 +194,20 @@ def coverage_modules_section(side: CoverageSide, subpackage: str, rows: Sequence
              f"{_rest(total)}", "",
              "| Module | Defined | Compiled | Not compiled | Compiled % | Beyond a CPU |", "|---|---:|---:|---:|---:|---|"]
     lines += [f"| {row.name} | {row.defined:,} | {row.compiled:,} | {row.defined - row.compiled:,} | "
-              f"{percent(row.share)} | {row.needs or ''} |" for row in rows]
+              f"{percent(row.share)} | {_beyond(row)} |" for row in rows]
     return "\n".join(lines) + "\n" + _needs_legend()
+
+
+def _beyond(row: Row) -> str:
+    """What a module's functions beyond a CPU need; how many, when they are not all of them."""
+    if not row.beyond:
+        return ""
+    return str(row.needs) if row.beyond == row.defined else f"{row.beyond:,} of {row.defined:,}: {row.needs}"
 
 
 def _rest(total: Row) -> str:
     """The share of what a CPU-only machine can run (harness/configure/data/beyond_cpu.yaml)."""
-    return (f"{total.beyond:,} of the functions are in modules a CPU-only machine cannot run (Beyond a CPU); of the "
+    return (f"{total.beyond:,} of the functions are ones a CPU-only machine cannot run (Beyond a CPU); of the "
             f"other {total.defined - total.beyond:,}, {total.compiled - total.beyond_compiled:,} compiled "
             f"({percent(total.rest_share)}).")
 
@@ -217,8 +224,8 @@ def coverage_section(side: CoverageSide, limit: int | None = None) -> str:
     shown = rows if limit is None else rows[:limit]
     lines = [f"## JIT coverage of torch {coverage.torch}: {side.label}", "",
              f"Functions torch's sources define, and those the JIT compiled at least once (docs/coverage.md); "
-             f"{len(coverage.exercised)} of {len(rows)} subpackages exercised. Beyond a CPU: functions in modules "
-             f"that need a GPU, another accelerator or a compiler this machine lacks "
+             f"{len(coverage.exercised)} of {len(rows)} subpackages exercised. Beyond a CPU: functions (whole modules, "
+             f"or some functions of one) that need a GPU, another accelerator or a compiler this machine lacks "
              f"(harness/configure/data/beyond_cpu.yaml); % of the rest: compiled of the others.", "",
              "| Subpackage | Defined | Compiled | Compiled % | Beyond a CPU | % of the rest |",
              "|---|---:|---:|---:|---:|---:|"]

@@ -9,14 +9,22 @@ from harness.protocol import Outcome
 from harness.record.coverage import Coverage, Row
 from harness.record.culprits import Culprit
 from harness.report.model import Interval, Report
+from harness.run.coverage import census_of
 
 _CORE = (Outcome.PASSED, Outcome.FAILED, Outcome.ERROR, Outcome.SKIPPED, Outcome.XFAILED)
 
 
 def coverage_rows(coverage: Coverage) -> tuple[Row, ...]:
-    """Every subpackage's coverage row, with its functions in modules a CPU-only machine cannot run
-    (the shipped rules, harness/configure/data/beyond_cpu.yaml), as every report form shows them."""
-    return coverage.rows_beyond(beyond_cpu.load().needs)
+    """Every subpackage's coverage row, with its functions a CPU-only machine cannot run (the shipped
+    rules, harness/configure/data/beyond_cpu.yaml), as every report form shows them."""
+    rules = beyond_cpu.load()
+    return coverage.rows_beyond(rules, census_of(coverage, rules))
+
+
+def coverage_module_rows(coverage: Coverage, subpackage: str) -> tuple[Row, ...]:
+    """The rows of one subpackage's modules, counted by the same rules as `coverage_rows`."""
+    rules = beyond_cpu.load()
+    return coverage.module_rows(subpackage, rules, census_of(coverage, rules))
 
 
 def counts(outcomes: Mapping[str, int]) -> str:

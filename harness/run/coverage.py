@@ -15,7 +15,7 @@ from pathlib import Path
 
 from harness.configure.provision import cache_root
 from harness.errors import HarnessError
-from harness.record.coverage import Definitions, attribute, read_process_file, write
+from harness.record.coverage import Beyond, Coverage, Definitions, attribute, read_process_file, write
 from harness.record.model import RunRecord
 from harness.record.store import RunDirectory
 
@@ -41,10 +41,31 @@ def definitions(python: str, env: dict[str, str], torch: str, python_version: st
         if done.returncode != 0:
             last = (done.stderr.strip().splitlines() or ["no output"])[-1]
             raise HarnessError(f"the census of torch's functions failed under {python}: {last}")
+    return _read(path)
+
+
+def _read(path: Path) -> Definitions:
     try:
         return Definitions.from_census(json.loads(path.read_text(encoding="utf-8")))
     except (OSError, ValueError, KeyError, TypeError) as error:
         raise HarnessError(f"{path}: not a census of torch's functions ({error}); delete it to count again") from None
+
+
+def census_of(coverage: Coverage, beyond: Beyond) -> Definitions | None:
+    """The cached census that counted `coverage` (same torch, same count in every module), for the
+    names of the functions of the modules `beyond` splits, which a record does not keep; None when
+    no module is split or this machine has no such census (they are then judged as a whole)."""
+    if not any(beyond.splits(module) for modules in coverage.modules.values() for module in modules):
+        return None
+    pattern = census_path(str(coverage.torch), "*")  # any Python's: the one that counted the same
+    for path in sorted(pattern.parent.glob(pattern.name)):
+        try:
+            census = _read(path)
+        except HarnessError:
+            continue
+        if census.per_module() == coverage.modules:
+            return census
+    return None
 
 
 def record_coverage(run: RunDirectory, record: RunRecord, env: dict[str, str]) -> str | None:

@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
+from harness.configure.beyond_cpu import BeyondCpu
+from harness.configure.beyond_cpu import load as load_rules
 from harness.errors import HarnessError
 from harness.record.coverage import Coverage, Definitions, Row, attribute, function_key, merge, read, write
 from harness.record.ingest import ingest
@@ -179,12 +181,18 @@ def test_a_subpackage_opens_into_its_modules_the_most_left_uncompiled_first(tmp_
     assert "recorded before per-module counts: run the tier again" in capsys.readouterr().err
 
 
+def rules_of(tmp_path: Path, text: str) -> BeyondCpu:
+    path = tmp_path / "beyond.yaml"
+    path.write_text(textwrap.dedent(text))
+    return load_rules(path)
+
+
 def test_modules_a_cpu_only_machine_cannot_run_count_apart_with_the_share_of_the_rest(tmp_path):
     folder = torch_tree(tmp_path)
     graph, split = str(folder / "fx" / "graph.py"), str(folder / "fx" / "passes" / "split.py")
     process = {"torch": str(folder), "files": {graph: [[3, "plain"], [13, "Model.forward"]], split: [[1, "split"]]}}
     coverage = attribute(definitions_of(folder), [process], "2.14.1", "run-a")
-    gpu_only = {"torch.fx.passes.split": "GPU"}.get
+    gpu_only = rules_of(tmp_path, "- {needs: GPU, why: a GPU, modules: [torch.fx.passes.split]}\n")
     [fx, top] = coverage.rows_beyond(gpu_only)
     assert (fx.name, fx.defined, fx.compiled, fx.beyond, fx.beyond_compiled) == ("fx", 9, 3, 2, 1)
     assert fx.rest_share == 2 / 7 and fx.share == 3 / 9  # 2 of the 7 functions this machine can run
@@ -202,18 +210,83 @@ def test_modules_a_cpu_only_machine_cannot_run_count_apart_with_the_share_of_the
     ("torch._inductor.kernel.flex.flex_cpu", None), ("torch._inductor.lowering", None), ("torch._dynamo.eval_frame", None),
     ("torch.cudart_like", None)])
 def test_the_shipped_rules_leave_inductors_cpu_path_in_the_rest(module, needs):
-    from harness.configure.beyond_cpu import load
+    assert load_rules().needs(module) == needs
 
-    assert load().needs(module) == needs
+
+@pytest.mark.parametrize(("module", "qualname", "needs"), [
+    ("torch._dynamo.device_interface", "CudaInterface.is_available", "NVIDIA/AMD GPU"),
+    ("torch._dynamo.device_interface", "CudaInterface.Worker.set_device", "NVIDIA/AMD GPU"),
+    ("torch._dynamo.device_interface", "MpsInterface.Worker.current_device", "other accelerator"),
+    ("torch._dynamo.device_interface", "XpuInterface.raise_if_triton_unavailable", "other accelerator"),
+    ("torch._dynamo.device_interface", "CpuInterface.Worker.set_device", None),
+    ("torch._dynamo.device_interface", "DeviceInterface.Worker.set_device", None),  # the abstract base runs here
+    ("torch._dynamo.device_interface", "get_interface_for_device", None),
+    ("torch._dynamo.variables.functions", "TritonKernelVariable.call_function", "Triton"),
+    ("torch._dynamo.variables.functions", "TritonSetAllocatorVariable.call_function.<locals>.real_impl", "Triton"),
+    ("torch._dynamo.variables.functions", "UserFunctionVariable.call_function", None),
+    ("torch._dynamo.variables.memory", "CUDAMemPoolVariable.__init__", "NVIDIA/AMD GPU"),
+    ("torch._dynamo.variables.streams", "StreamVariable.__init__", None)])  # CPU streams trace here
+def test_the_shipped_rules_name_the_device_classes_of_dynamos_mixed_modules(module, qualname, needs):
+    assert load_rules().needs(module, qualname) == needs
+    assert load_rules().needs(module) == ("NVIDIA/AMD GPU" if module.endswith("memory") else None)  # as a whole
 
 
 def test_a_malformed_rules_file_is_one_error_naming_it_and_the_entry(tmp_path):
-    from harness.configure.beyond_cpu import load
-
     path = tmp_path / "beyond.yaml"
     path.write_text("- needs: GPU\n  why: a GPU\n  modules: [torch.cuda]\n- needs: TPU\n  modules: []\n")
     with pytest.raises(HarnessError, match=r"beyond.yaml: entry 2 needs `needs:` and `why:`"):
-        load(path)
+        load_rules(path)
+
+
+@pytest.mark.parametrize("pattern", ["torch.fx.graph:", ":Model.*", "torch.fx.graph:Model:size", 3])
+def test_a_malformed_pattern_is_the_same_one_line_error(tmp_path, pattern):
+    path = tmp_path / "beyond.yaml"
+    path.write_text(f"- needs: GPU\n  why: a GPU\n  modules: [torch.cuda, {json.dumps(pattern)}]\n")
+    with pytest.raises(HarnessError, match=r"^\S*beyond.yaml: entry 1 needs .*\(a list of patterns: MODULE or "
+                                           r"MODULE:QUALNAME\)$"):
+        load_rules(path)
+
+
+def test_a_qualname_rule_counts_only_the_functions_it_names_and_the_first_rule_wins(tmp_path, monkeypatch, capsys):
+    """A module that mixes code for a device with code that runs here: its functions are judged one
+    by one, by the names the cached census gives them; without that census, as a whole module."""
+    from harness.configure import beyond_cpu
+    from harness.protocol import Setting
+    from harness.run.coverage import census_path
+
+    rules = rules_of(tmp_path, """\
+        - needs: GPU
+          why: a GPU
+          modules: ["torch.fx.graph:Model.size", torch.fx.passes.split]
+        - needs: TPU
+          why: a TPU
+          modules: ["torch.fx.graph:Model.*"]
+        """)
+    monkeypatch.setattr(beyond_cpu, "load", lambda: rules)
+    monkeypatch.setenv(Setting.CACHE, str(tmp_path / "cache"))
+    folder = torch_tree(tmp_path)
+    graph, split = str(folder / "fx" / "graph.py"), str(folder / "fx" / "passes" / "split.py")
+    process = {"torch": str(folder), "files": {graph: [[3, "plain"], [13, "Model.forward"]], split: [[1, "split"]]}}
+    coverage = attribute(definitions_of(folder), [process], "2.14.1", "run-a")
+    run = write_run(tmp_path / "results", "cinderx-jit", {"test_a": "passed"}, started="2026-11-01T00:00:00",
+                    threshold=1)
+    write(RunDirectory(run), coverage)
+    path = census_path("2.14.1", "3.14.0")
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(census.census(str(folder))))
+
+    assert main(["coverage", str(run), "--subpackage", "fx"]) == 0
+    # Model.size (getter and setter) are the first rule's; Model.forward and its closure the second's
+    assert "| torch.fx.graph | 7 | 2 | 5 | 28.6% | 4 of 7: GPU, TPU |" in capsys.readouterr().out
+    assert main(["coverage", str(run), "--format", "json"]) == 0
+    [fx] = [row for row in json.loads(capsys.readouterr().out)["subpackages"] if row["subpackage"] == "fx"]
+    assert (fx["defined"], fx["compiled"], fx["beyond_cpu"], fx["beyond_cpu_compiled"]) == (9, 3, 4 + 2, 1 + 1)
+
+    path.unlink()  # no census to name the module's functions: judged as a whole (no rule names all of it)
+    assert main(["coverage", str(run), "--subpackage", "fx", "--format", "json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert [(row["module"], row["beyond_cpu"], row["needs"]) for row in printed["modules"]] == [
+        ("torch.fx.graph", 0, None), ("torch.fx.passes.split", 2, "GPU")]
 
 
 def test_without_the_torch_folder_a_process_file_attributes_nothing_to_torch(tmp_path):
