@@ -9,8 +9,10 @@ modules), closures and defaults over objects of every kind (each its own guard),
 trackers still cold after those (context managers and torch functions dynamo handles one by one,
 objects made at run time, user value types with every operator, descriptors as objects, builtin
 values' protocols, comptime's printers, size arithmetic, containers changed in place, tensor
-queries), each traced as one graph; and recompilation (`RECOMPILES`): one compiled function called again after a shape, dtype, global,
-attribute or module mode changed, where the guards must fail and the new graph must be right.
+queries), each traced as one graph; and recompilation (`RECOMPILES`): one compiled function called
+again after a shape, dtype, global, attribute or module mode changed, or with a tensor subclass, an
+itertools.count or an int subclass as input, where the guards must fail and the new graph must be
+right.
 
 After the databases and the first two case files, these are the `_dynamo` modules that stayed
 coldest at threshold 1 (`python -m harness coverage RUNS --subpackage _dynamo`): the function,
@@ -28,6 +30,7 @@ import dataclasses
 import functools
 import inspect
 import io
+import itertools
 import math
 import operator
 import random
@@ -45,6 +48,7 @@ import torch.nn.functional as F
 from torch._dynamo.comptime import comptime
 from torch.fx.experimental.symbolic_shapes import guard_or_false, guard_or_true, statically_known_true
 from torch.overrides import TorchFunctionMode
+from torch.testing._internal.two_tensor import TwoTensor
 from torch.utils._ordered_set import OrderedSet
 
 from harness.torch_suites.pythonpaths import Case
@@ -953,6 +957,27 @@ def _block_mode(x):
     return BLOCK(x)
 
 
+class Count(int):
+    """An int subclass: dynamo guards its value as a constant of its own type."""
+
+
+def _subclass_input(x):
+    y = x.sin() * 2 + 1
+    return y.a + y.b if isinstance(y, TwoTensor) else y
+
+
+def _counted(x, counter):
+    return x * next(counter) + next(counter)
+
+
+def _int_subclass(x, k):
+    return x * k + int(k)
+
+
+def _two_tensor() -> list[Any]:
+    return [TwoTensor(seeded_randn(4, 3), seeded_randn(4, 3, seed=1))]
+
+
 def _after(change: Callable[[], object]) -> Callable[[], list[torch.Tensor]]:
     """A step that first changes some state, then gives the call's inputs."""
     def step() -> list[torch.Tensor]:
@@ -990,4 +1015,11 @@ RECOMPILES = (
               tuple(_after(functools.partial(setattr, SETTINGS, "enabled", on)) for on in (True, False)), 2, _reset_globals),
     Recompile("module_mode_change", _block_mode,
               tuple(_after(functools.partial(BLOCK.train, on)) for on in (True, False, True)), 2, _reset_globals),
+    # a traceable tensor subclass (its metadata guarded), then a plain tensor
+    Recompile("subclass_input", _subclass_input, (_two_tensor, _two_tensor, lambda: [seeded_randn(4, 3)]), 2),
+    # an itertools.count (its state guarded, its advance replayed after the graph), then one at another state
+    Recompile("count_iterator", _counted, tuple((lambda start=start: [seeded_randn(4, 3), itertools.count(start, 2)])
+                                                for start in (2, 2, 5)), 2),
+    # an int subclass's value, guarded as a constant of its own type
+    Recompile("int_subclass", _int_subclass, tuple((lambda k=k: [seeded_randn(4, 3), Count(k)]) for k in (3, 3, 4)), 2),
 )

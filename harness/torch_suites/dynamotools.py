@@ -1,7 +1,8 @@
 """torch.compile's tools around a compiled region, as a user of torch.compile drives them, for P3's
 `python` stage (p3/test_compile_python.py, `test_compile_python_tool_{backend}_{name}`): compiled
 autograd (the backward of a training step captured as a graph of its own), ahead-of-time compile
-with save and load (`aot_compile`: graph, guards and bytecode serialized, then loaded back), graph
+with save and load (`aot_compile`: graph, guards and bytecode serialized, then loaded back; of a
+function, and of a module for two calling contexts), graph
 deduplication (repeated blocks turned into one subgraph), compile logging (the guards, graph,
 bytecode, source and recompile artifacts of `torch._logging.set_logs`), objects made inside the
 region and returned (which dynamo rebuilds as Python objects after the graph ran), a compiled
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import copy
 import functools
 import itertools
 import logging
@@ -43,10 +45,12 @@ from harness.torch_suites.pythonpaths import Case
 
 @dataclass(frozen=True)
 class Tool:
-    """One of torch.compile's tools and the check that drives it under one backend."""
+    """One of torch.compile's tools and the check that drives it under one backend, for each of
+    `backends`."""
 
     name: str
     check: Callable[[TestCase, Backend], None]
+    backends: tuple[Backend, ...] = (Backend.EAGER, Backend.AOT_EAGER)
 
 
 # --- Compiled autograd: the backward pass as a graph of its own -------------------------------------
@@ -158,6 +162,45 @@ def check_precompile(case: TestCase, backend: Backend) -> None:
         raise FallbackToEager(f"the loaded ahead-of-time compiled function ran its graph {runs.count} times in 1 call")
     with case.assertRaisesRegex(RuntimeError, "GuardManager check failed"):
         loaded(x.double(), scale.double())
+
+
+class _Projection(torch.nn.Module):
+    """A module precompiled whole, for two calling contexts (with and without autograd)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        with torch.random.fork_rng():
+            torch.manual_seed(0)
+            self.lin = torch.nn.Linear(3, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.lin(x).relu() * 2
+
+
+def check_precompile_module(case: TestCase, backend: Backend) -> None:
+    """A module compiled ahead of time (`OptimizedModule._aot_compile`, one full graph per calling
+    context: autograd on, and under `no_grad`), serialized and loaded into a fresh module of the same
+    weights: in each context the loaded module must run the graph compiled for it (dispatched by
+    the loaded guards) and give the plain module's numbers."""
+    from torch._dynamo.aot_compile import ModelInput
+
+    x, plain = seeded_randn(4, 3), _Projection()
+    with torch._dynamo.config.patch(enable_aot_compile=True):
+        torch._dynamo.reset()
+        compiled = torch.compile(_Projection(), fullgraph=True, backend=backend.value)
+        compiled._aot_compile([ModelInput((x,), {}, []), ModelInput((x,), {}, [torch.no_grad()])])
+        loaded = torch.compile(_Projection(), fullgraph=True, backend=backend.value)
+        loaded._load_aot_compiled_module(compiled._save_aot_compiled_module())
+    results = getattr(loaded.forward, "compiled_results", None)
+    if not results:
+        raise FallbackToEager("the loaded module holds no precompiled graph: it runs its forward eagerly")
+    runs = [count_graph_runs(result) for result in results]
+    case.assertEqual(loaded(x), plain(x))
+    with torch.no_grad():
+        case.assertEqual(loaded(x), plain(x))
+    if [graph.count for graph in runs] != [1, 1]:
+        raise FallbackToEager(f"the loaded module's graphs ran {[graph.count for graph in runs]} times in one call "
+                              "per context: each context must run the graph compiled for it")
 
 
 # --- Graph deduplication: repeated blocks become one subgraph -------------------------------------
@@ -334,7 +377,8 @@ def check_optimized_module(case: TestCase, backend: Backend) -> None:
     """`torch.compile(module)` gives an OptimizedModule that answers for the module it wraps (its
     attributes, `dir`, `state_dict` under `_orig_mod.`, train and eval switched through it);
     `module.compile()` compiles in place and `torch.compile(module.method)` one method: each call
-    must run a captured graph and give the plain module's numbers, in train and in eval mode."""
+    must run a captured graph and give the plain module's numbers, in train and in eval mode; a deep
+    copy is a compiled module of its own, around a copy, with the same numbers."""
     net, twin, counter, x = fresh_scaled(), _Scaled(), counting(backend), seeded_randn(4, 3)
     torch._dynamo.reset()
     optimized = torch.compile(net, backend=counter)
@@ -351,6 +395,10 @@ def check_optimized_module(case: TestCase, backend: Backend) -> None:
     case.assertEqual(in_place(x), twin(x))
     case.assertEqual(torch.compile(net.project, backend=counter)(x), twin.project(x))
     prove_compiled(counter, calls=4)
+    copied = copy.deepcopy(optimized)  # through OptimizedModule.__reduce__: compiled again, around a copy
+    case.assertIsInstance(copied, torch._dynamo.eval_frame.OptimizedModule)
+    case.assertIsNot(copied._orig_mod, net)
+    case.assertEqual(copied(x), twin(x))
 
 
 def _stanced(x):
@@ -434,6 +482,7 @@ def check_managers_across_break(case: TestCase, backend: Backend) -> None:
 
 
 TOOLS = (Tool("compiled_autograd", check_compiled_autograd), Tool("precompile", check_precompile),
+         Tool("precompile_module", check_precompile_module),
          Tool("graph_deduplication", check_graph_deduplication), Tool("compile_logs", check_compile_logs),
          Tool("returned_objects", check_returned_objects), Tool("optimized_module", check_optimized_module),
          Tool("stances_and_marks", check_stances_and_marks), Tool("export_and_explain", check_export_and_explain),

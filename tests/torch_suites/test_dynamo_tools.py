@@ -21,6 +21,9 @@ NEWER_DYNAMO = {  # what torch 2.13's dynamo (the tests session's torch) cannot 
     "user_operators": "torch 2.13's dynamo breaks the graph on `@=` of a user object (2.14 traces it)",
     "more_user_containers": "torch 2.13's dynamo cannot call a deque subclass (2.14 traces it)",
     "returned_objects": "torch 2.13's dynamo cannot rebuild a returned itertools.chain or zip_longest (2.14 can)",
+    "generator_across": "torch 2.13's dynamo cannot keep a generator alive across a graph break (2.14 can)",
+    "debug_backends": "torch 2.13's TorchScript backends (ts, aot_ts) cannot script a lazy GraphModule (2.14's can)",
+    "dynamo_profiler": "torch 2.13's dynamo profiler writes no pstats file (2.14's does)",
 }
 
 

@@ -11,7 +11,8 @@ a shape, a dtype, `requires_grad`, a global, an attribute, a module's mode), whe
 fail and every call must give eager's outputs; and torch.compile's tools around the region
 (harness/torch_suites/dynamotools.py, `tool_{backend}_{name}`: compiled autograd, ahead-of-time
 compile saved and loaded, graph deduplication, compile logging, objects returned from the region),
-each proving its own promise too.
+each proving its own promise too; and graph breaks of every kind (harness/torch_suites/graphbreaks.py,
+`break_{backend}_{name}`), where the code after the break must resume into a graph of its own.
 
 Names of our own: `TestCompilePython.test_compile_python_{backend}_{case}`; `--select CASE` runs
 one case. Each proves a graph was captured and ran (compilechecks.prove_compiled) and compares
@@ -22,19 +23,20 @@ from collections.abc import Callable
 
 from torch.testing._internal.common_utils import TestCase, run_tests
 
-from harness.torch_suites import dynamopaths, dynamotools, modelpaths, pythonpaths
+from harness.torch_suites import dynamodebug, dynamopaths, dynamotools, graphbreaks, modelpaths, pythonpaths
 from harness.torch_suites.compilechecks import Backend, check_function, check_recompiles
 from harness.torch_suites.dynamopaths import Recompile
 from harness.torch_suites.dynamotools import Tool
 from harness.torch_suites.entries import Entries
+from harness.torch_suites.graphbreaks import Break, check_break
 from harness.torch_suites.pythonpaths import Case
 
 ENTRIES = Entries(pythonpaths.CASES + modelpaths.CASES + dynamopaths.CASES + dynamopaths.RECOMPILES
-                  + dynamotools.TOOLS, full_name=lambda case: case.name)
+                  + dynamotools.TOOLS + dynamodebug.TOOLS + graphbreaks.BREAKS, full_name=lambda case: case.name)
 VARIANTS = {"eager": (Backend.EAGER, None), "aot_eager": (Backend.AOT_EAGER, None),
             "aot_eager_dynamic": (Backend.AOT_EAGER, True)}
 RECOMPILING = {"eager": Backend.EAGER, "aot_eager": Backend.AOT_EAGER}  # dynamic=None: shapes go dynamic on their own
-TOOLING = RECOMPILING  # each tool under dynamo alone and through AOTAutograd
+BREAKING = RECOMPILING
 
 
 def python_test(subject: Case, backend: Backend, dynamic: bool | None) -> Callable[[TestCase], None]:
@@ -58,10 +60,19 @@ def tool_test(subject: Tool, backend: Backend) -> Callable[[TestCase], None]:
     return test
 
 
-def _tests(subject: Case | Recompile | Tool) -> dict[str, Callable[[TestCase], None]]:
+def break_test(subject: Break, backend: Backend) -> Callable[[TestCase], None]:
+    def test(self: TestCase) -> None:
+        check_break(self, subject, backend)
+    return test
+
+
+def _tests(subject: Case | Recompile | Tool | Break) -> dict[str, Callable[[TestCase], None]]:
     if isinstance(subject, Tool):
         return {f"test_compile_python_tool_{variant}_{subject.name}": tool_test(subject, backend)
-                for variant, backend in TOOLING.items()}
+                for variant, backend in RECOMPILING.items() if backend in subject.backends}
+    if isinstance(subject, Break):
+        return {f"test_compile_python_break_{variant}_{subject.name}": break_test(subject, backend)
+                for variant, backend in BREAKING.items()}
     if isinstance(subject, Recompile):
         return {f"test_compile_python_recompile_{variant}_{subject.name}": recompile_test(subject, backend)
                 for variant, backend in RECOMPILING.items()}
