@@ -9,6 +9,7 @@ verdict: when it cannot be made (no torch, a census that fails), the run says wh
 
 from __future__ import annotations
 
+import functools
 import json
 import subprocess
 from pathlib import Path
@@ -45,6 +46,17 @@ def definitions(python: str, env: dict[str, str], torch: str, python_version: st
 
 
 def _read(path: Path) -> Definitions:
+    """The census in `path`, parsed once per process for each version of the file: a report reads it
+    for every form it writes (markdown, JSON, HTML) and every candidate, and it is megabytes of JSON."""
+    try:
+        stat = path.stat()
+    except OSError as error:
+        raise HarnessError(f"{path}: not a census of torch's functions ({error}); delete it to count again") from None
+    return _parsed(path, stat.st_mtime_ns, stat.st_size)
+
+
+@functools.cache
+def _parsed(path: Path, mtime_ns: int, size: int) -> Definitions:
     try:
         return Definitions.from_census(json.loads(path.read_text(encoding="utf-8")))
     except (OSError, ValueError, KeyError, TypeError) as error:
