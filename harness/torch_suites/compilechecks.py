@@ -288,13 +288,14 @@ def compiled_user_function(function: Callable[..., Any], backend: Backend, count
 
 
 def check_function(case: TestCase, function: Callable[..., Any], inputs: Callable[[bool], list[torch.Tensor]],
-                   backend: Backend, dynamic: bool | None = None) -> CountingBackend:
+                   backend: Backend, dynamic: bool | None = None, *,
+                   counter: CountingBackend | None = None) -> CountingBackend:
     """A user's function through torch.compile gives eager's outputs (and, past dynamo alone, the
     input gradients of AOTAutograd's backward), on inputs built afresh for each run; returns the
-    counting backend, whose graphs a caller may inspect further."""
+    counting backend (`counter`, or one around `backend`), whose graphs a caller may inspect further."""
     grad = backend is not Backend.EAGER
     ours, theirs = inputs(grad), inputs(grad)
-    counter = counting(backend)
+    counter = counting(backend) if counter is None else counter
     actual = compiled_user_function(function, backend, counter, dynamic)(*ours)
     prove_compiled(counter, calls=1)
     expected = function(*theirs)

@@ -31,8 +31,8 @@ from torch.testing._internal.common_utils import TestCase
 
 from harness.interop.backend import CountingBackend
 from harness.interop.subjects import copy_function
-from harness.torch_suites.compilechecks import (Backend, FallbackToEager, compiled, compiled_user_function,
-                                                counting, input_gradients, prove_compiled)
+from harness.torch_suites.compilechecks import (Backend, FallbackToEager, check_function, compiled, counting,
+                                                prove_compiled)
 from harness.torch_suites.dynamopaths import seeded_randn
 from harness.torch_suites.dynamotools import Tool
 
@@ -56,17 +56,9 @@ def _inputs(requires_grad: bool) -> list[torch.Tensor]:
     return [seeded_randn(4, 3, requires_grad=requires_grad), seeded_randn(3, 3, seed=1, requires_grad=requires_grad)]
 
 
-def run_through(case: TestCase, counter: CountingBackend, backend: Backend, name: str) -> None:
-    """`_debugged` (code of its own) through torch.compile with `counter`: one call that must run a
-    captured graph and give eager's outputs and input gradients."""
-    grad = backend is not Backend.EAGER
-    ours, theirs = _inputs(grad), _inputs(grad)
-    actual = compiled_user_function(copy_function(_debugged, name), backend, counter)(*ours)
-    prove_compiled(counter, calls=1)
-    expected = _debugged(*theirs)
-    case.assertEqual(actual, expected)
-    if grad:
-        case.assertEqual(input_gradients(actual, ours), input_gradients(expected, theirs))
+def run_through(case: TestCase, counter: CountingBackend, backend: Backend, name: str) -> CountingBackend:
+    """`_debugged`, from code of its own named `name`, through check_function with `counter`."""
+    return check_function(case, copy_function(_debugged, name), _inputs, backend, counter=counter)
 
 
 def check_debug_backends(case: TestCase, backend: Backend) -> None:
@@ -76,8 +68,8 @@ def check_debug_backends(case: TestCase, backend: Backend) -> None:
     for name in DEBUG_BACKENDS[backend]:
         with case.subTest(debug_backend=name):
             run_through(case, CountingBackend(name), backend, f"debugged_{name}")
-    recorder, counter = RECORDERS[backend](), counting(backend)
-    run_through(case, counter, backend, "debugged_counted")
+    recorder = RECORDERS[backend]()
+    counter = run_through(case, counting(backend), backend, "debugged_counted")
     run_through(case, CountingBackend(recorder), backend, "debugged_recorded")
     case.assertEqual([graph_text(graph) for graph in recorder.graphs], [graph_text(counter.graphs[0])])
 
