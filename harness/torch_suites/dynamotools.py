@@ -164,19 +164,6 @@ def check_precompile(case: TestCase, backend: Backend) -> None:
         loaded(x.double(), scale.double())
 
 
-class _Projection(torch.nn.Module):
-    """A module precompiled whole, for two calling contexts (with and without autograd)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        with torch.random.fork_rng():
-            torch.manual_seed(0)
-            self.lin = torch.nn.Linear(3, 3)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.lin(x).relu() * 2
-
-
 def check_precompile_module(case: TestCase, backend: Backend) -> None:
     """A module compiled ahead of time (`OptimizedModule._aot_compile`, one full graph per calling
     context: autograd on, and under `no_grad`), serialized and loaded into a fresh module of the same
@@ -184,12 +171,12 @@ def check_precompile_module(case: TestCase, backend: Backend) -> None:
     the loaded guards) and give the plain module's numbers."""
     from torch._dynamo.aot_compile import ModelInput
 
-    x, plain = seeded_randn(4, 3), _Projection()
+    x, plain = seeded_randn(4, 3), _Scaled()
     with torch._dynamo.config.patch(enable_aot_compile=True):
         torch._dynamo.reset()
-        compiled = torch.compile(_Projection(), fullgraph=True, backend=backend.value)
+        compiled = torch.compile(_Scaled(), fullgraph=True, backend=backend.value)
         compiled._aot_compile([ModelInput((x,), {}, []), ModelInput((x,), {}, [torch.no_grad()])])
-        loaded = torch.compile(_Projection(), fullgraph=True, backend=backend.value)
+        loaded = torch.compile(_Scaled(), fullgraph=True, backend=backend.value)
         loaded._load_aot_compiled_module(compiled._save_aot_compiled_module())
     results = getattr(loaded.forward, "compiled_results", None)
     if not results:
@@ -349,7 +336,8 @@ def check_compile_logs(case: TestCase, backend: Backend) -> None:
 # --- torch.compile's switches: a compiled module, marks on inputs, stances, run-only -------------
 
 class _Scaled(torch.nn.Module):
-    """A module compiled whole (`torch.compile(module)`, `module.compile()`) and by one method."""
+    """A module compiled whole (`torch.compile(module)`, `module.compile()`), by one method, and ahead
+    of time (`check_precompile_module`)."""
 
     def __init__(self) -> None:
         super().__init__()
