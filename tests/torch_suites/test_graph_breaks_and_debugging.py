@@ -30,14 +30,6 @@ def _break_names() -> list[str]:
     return [subject.name for subject in BREAKS]
 
 
-def _skip_older_torch(feature: str) -> None:
-    """The P3 tiers run torch 2.14; the tests session's torch may lack a debugging switch."""
-    import torch
-
-    if not hasattr(torch._dynamo.config, feature):
-        pytest.skip(f"this torch's dynamo has no `{feature}` (torch 2.14's has)")
-
-
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("name", _break_names())
 def test_each_graph_break_resumes_into_a_graph_and_a_fallback_to_eager_fails_it(name, backend):
@@ -120,7 +112,6 @@ def test_graphs_must_reach_the_backend_their_id_selects(backend, monkeypatch):
     from harness.torch_suites.compilechecks import Backend
     from harness.torch_suites.dynamodebug import check_graph_routing
 
-    _skip_older_torch("debug_backend_override")
     check_graph_routing(_case(), Backend(backend))
     monkeypatch.setattr(dynamodebug, "ROUTING", "")
     with pytest.raises(AssertionError, match="not routed"):
@@ -135,7 +126,6 @@ def test_a_frame_must_get_the_dynamo_settings_its_id_selects(backend, monkeypatc
     from harness.torch_suites.compilechecks import Backend
     from harness.torch_suites.dynamodebug import check_config_routing
 
-    _skip_older_torch("debug_dynamo_config_override")
     check_config_routing(_case(), Backend(backend))
     monkeypatch.setattr(dynamodebug, "CONFIG_ROUTING", dynamodebug.CONFIG_ROUTING.replace(">=1", ">=99"))
     with pytest.raises(AssertionError, match="did not reach the frame"):
