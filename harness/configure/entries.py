@@ -15,7 +15,7 @@ from pathlib import Path
 
 from harness.errors import HarnessError, did_you_mean
 
-CATALOG_MODULE = "harness.torch_suites.catalog"
+CATALOG_MODULE = "harness.torch_suites.shared.catalog"
 
 
 def is_path(selection: str, tests_dir: Path) -> bool:

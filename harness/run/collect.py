@@ -1,7 +1,7 @@
 """The tests of a file, by name: a `pytest --collect-only` pass in the test interpreter.
 
 Shards split big files into tests (harness/run/shards.py) and the count table counts PyTorch's
-files and ours (harness/torch_suites/counts.py); both need node ids exactly as a run names them,
+files and ours (harness/torch_suites/shared/counts.py); both need node ids exactly as a run names them,
 so each file is collected the way filerun runs it (rootdir the tests directory, the tier's pytest
 options and environment): one process per file, `jobs` at a time, where files differ in environment
 (shards), or all files in one process, which imports torch once (the count table).

@@ -1,5 +1,5 @@
 """P3's torch.compile checks prove that the compiled code ran: a silent fallback to eager, which
-gives eager's numbers, must fail the test (harness/torch_suites/compilechecks.py).
+gives eager's numbers, must fail the test (harness/torch_suites/compiled/compilechecks.py).
 
 Run with this interpreter's torch: in-process for the proof itself, and one real P3 module with
 dynamo switched off (TORCHDYNAMO_DISABLE=1 makes torch.compile hand back the function unchanged:
@@ -25,7 +25,7 @@ MODULE = "harness/torch_suites/p3/test_compile_ops_eager.py"
 def test_a_captured_graph_that_ran_is_proof_and_a_graph_break_is_not():
     import torch
 
-    from harness.torch_suites.compilechecks import Backend, FallbackToEager, compiled, counting, prove_compiled
+    from harness.torch_suites.compiled.compilechecks import Backend, FallbackToEager, compiled, counting, prove_compiled
 
     def traced(x):
         return torch.sin(x) + 1
@@ -53,7 +53,7 @@ def test_a_graph_of_tensor_methods_is_work_and_a_graph_of_nothing_is_refused():
     its input gives no graph at all."""
     import torch
 
-    from harness.torch_suites.compilechecks import Backend, FallbackToEager, compiled, counting, prove_compiled
+    from harness.torch_suites.compiled.compilechecks import Backend, FallbackToEager, compiled, counting, prove_compiled
 
     counter = counting(Backend.EAGER)
     compiled(lambda x: x.contiguous().sum(), Backend.EAGER, counter)(torch.ones(3))
@@ -96,7 +96,7 @@ def test_inductor_without_a_compiler_skips_with_the_reason_announced_once():
 
     from torch._inductor import config
 
-    from harness.torch_suites.compilechecks import Backend, NoCompiler, backend_settings, missing_compiler
+    from harness.torch_suites.compiled.compilechecks import Backend, NoCompiler, backend_settings, missing_compiler
 
     missing_compiler.cache_clear()
     try:
@@ -115,7 +115,7 @@ def test_a_failed_inductor_build_fails_the_test_naming_the_compilers_message(tmp
     from torch._inductor import config
 
     from harness.compare.classify import classify
-    from harness.torch_suites.compilechecks import Backend, InductorBuildFailed, backend_settings, missing_compiler
+    from harness.torch_suites.compiled.compilechecks import Backend, InductorBuildFailed, backend_settings, missing_compiler
 
     compiler = tmp_path / "g++"
     compiler.write_text(FAILING_COMPILER)
@@ -148,8 +148,8 @@ def test_user_python_through_torch_compile_must_be_captured_and_give_eagers_numb
     the forward, or only in what AOTAutograd's backward gives)."""
     import torch
 
-    from harness.torch_suites.compilechecks import Backend, FallbackToEager, check_function
-    from harness.torch_suites.pythonpaths import CASES
+    from harness.torch_suites.compiled.compilechecks import Backend, FallbackToEager, check_function
+    from harness.torch_suites.dynamo.pythonpaths import CASES
     from tests.torch_suites.test_transform_checks import Case
 
     chosen = Backend(backend)
@@ -182,8 +182,8 @@ def test_a_recompile_check_fails_on_a_graph_reused_in_a_changed_state_and_on_gua
     than eager, and a scenario whose state never changed captures too few graphs: both fail."""
     import torch
 
-    from harness.torch_suites.compilechecks import Backend, check_recompiles
-    from harness.torch_suites.dynamopaths import RECOMPILES
+    from harness.torch_suites.compiled.compilechecks import Backend, check_recompiles
+    from harness.torch_suites.dynamo.dynamopaths import RECOMPILES
     from tests.torch_suites.test_transform_checks import Case
 
     scenario = next(scenario for scenario in RECOMPILES if scenario.name == "global_value_change")

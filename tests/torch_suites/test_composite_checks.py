@@ -1,4 +1,4 @@
-"""TestCompositeCompliance.test_operator's body (harness/torch_suites/opchecks.py) compares with
+"""TestCompositeCompliance.test_operator's body (harness/torch_suites/eager/opchecks.py) compares with
 eager exactly where eager agrees with itself, and only shapes and dtypes where an op returns
 uninitialized memory: `empty` is never a false regression (breadth shard 8 had one under the JIT,
 where the allocator hands back other blocks), while a wrong shape still fails. Run in-process with
@@ -15,8 +15,8 @@ from torch.testing._internal import composite_compliance
 from torch.testing._internal.common_methods_invocations import op_db
 from torch.testing._internal.opinfo.core import SampleInput
 
-from harness.torch_suites.determinism import deterministic
-from harness.torch_suites.opchecks import composite_operator
+from harness.torch_suites.shared.determinism import deterministic
+from harness.torch_suites.eager.opchecks import composite_operator
 from tests.torch_suites import test_transform_checks as shaped  # its OpInfo-shaped op and TestCase instance
 
 pytestmark = pytest.mark.integration

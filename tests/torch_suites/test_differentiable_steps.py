@@ -1,4 +1,4 @@
-"""Tier breadth's differentiable optimizer steps (harness/torch_suites/differentiable.py): a real
+"""Tier breadth's differentiable optimizer steps (harness/torch_suites/optim/differentiable.py): a real
 optimizer's step passes gradcheck against the parameter, its gradient and its state; a step whose
 derivative is wrong, or one that cuts the gradient's history, fails, naming the input."""
 
@@ -35,7 +35,7 @@ def stepping(transform):
 def test_real_optimizers_steps_pass_gradcheck_with_their_state():
     import torch
 
-    from harness.torch_suites.differentiable import check_differentiable_step
+    from harness.torch_suites.optim.differentiable import check_differentiable_step
 
     check_differentiable_step("cpu", torch.float64, entry(torch.optim.Adam, ({"lr": 0.1}, {"lr": 0.1, "amsgrad": True})))
     check_differentiable_step("cpu", torch.float64, entry(torch.optim.RMSprop, ({"centered": True, "momentum": 0.9},)))
@@ -44,7 +44,7 @@ def test_real_optimizers_steps_pass_gradcheck_with_their_state():
 def test_a_step_with_a_wrong_derivative_fails_naming_its_input():
     import torch
 
-    from harness.torch_suites.differentiable import check_differentiable_step
+    from harness.torch_suites.optim.differentiable import check_differentiable_step
 
     class Doubled(torch.autograd.Function):  # forward is the identity, backward claims twice the gradient
         @staticmethod
@@ -62,7 +62,7 @@ def test_a_step_with_a_wrong_derivative_fails_naming_its_input():
 def test_a_step_that_cuts_the_gradients_history_fails():
     import torch
 
-    from harness.torch_suites.differentiable import check_differentiable_step
+    from harness.torch_suites.optim.differentiable import check_differentiable_step
 
     with pytest.raises(AssertionError, match="Jacobian mismatch"):
         check_differentiable_step("cpu", torch.float64, entry(stepping(lambda grad: grad.detach()), ({"lr": 0.1},)))

@@ -1,4 +1,4 @@
-"""The `python` stage's checks of torch.compile's tools (harness/torch_suites/dynamotools.py) pass on
+"""The `python` stage's checks of torch.compile's tools (harness/torch_suites/dynamo/dynamotools.py) pass on
 what they drive, and fail where the tool silently did not do its job: a fallback to eager, a
 backward that compiled autograd never captured, a loaded precompiled function that does not run its
 graph or whose guards pass everything, repeats left undeduplicated, artifacts never logged. And the
@@ -47,7 +47,7 @@ def _case():
 
 
 def _tool(name: str):
-    from harness.torch_suites.dynamotools import TOOLS
+    from harness.torch_suites.dynamo.dynamotools import TOOLS
 
     return next(tool for tool in TOOLS if tool.name == name)
 
@@ -58,7 +58,7 @@ def _tool(name: str):
 def test_each_tool_check_passes_and_a_silent_fallback_to_eager_fails_it(name, backend):
     import torch
 
-    from harness.torch_suites.compilechecks import Backend, FallbackToEager
+    from harness.torch_suites.compiled.compilechecks import Backend, FallbackToEager
 
     skip_where_unsupported(name)
     tool = _tool(name)
@@ -76,7 +76,7 @@ def test_a_backward_that_compiled_autograd_never_captured_fails(monkeypatch):
 
     import torch
 
-    from harness.torch_suites.compilechecks import Backend, FallbackToEager
+    from harness.torch_suites.compiled.compilechecks import Backend, FallbackToEager
 
     monkeypatch.setattr(torch._dynamo.compiled_autograd, "_enable", lambda compiler: contextlib.nullcontext())
     with pytest.raises(FallbackToEager, match="compiled autograd: dynamo captured no graph"):
@@ -87,8 +87,8 @@ def test_a_loaded_precompiled_function_must_run_its_graph_and_keep_its_guards(mo
     import torch
     from torch._dynamo.aot_compile import AOTCompiledFunction
 
-    from harness.torch_suites import dynamotools
-    from harness.torch_suites.compilechecks import Backend, FallbackToEager
+    from harness.torch_suites.dynamo import dynamotools
+    from harness.torch_suites.compiled.compilechecks import Backend, FallbackToEager
 
     with monkeypatch.context() as patched:  # the loaded function answers eagerly: eager's numbers
         patched.setattr(AOTCompiledFunction, "__call__", lambda self, *args: dynamotools._precompiled(*args))
@@ -104,8 +104,8 @@ def test_a_loaded_precompiled_function_must_run_its_graph_and_keep_its_guards(mo
 def test_blocks_that_are_not_repeats_fail_the_deduplication_check(monkeypatch):
     import torch
 
-    from harness.torch_suites import dynamotools
-    from harness.torch_suites.compilechecks import Backend
+    from harness.torch_suites.dynamo import dynamotools
+    from harness.torch_suites.compiled.compilechecks import Backend
 
     def different_blocks(x, weight):
         return torch.tanh(x @ weight).sin() + (x @ weight.T).relu() + x.cos()
@@ -119,8 +119,8 @@ def test_an_artifact_never_logged_fails_the_logging_check_and_logs_are_set_back(
     """`graph_breaks` is on but the function never breaks its graph: no such record, so the check
     fails; either way torch's loggers hold none of the check's handlers afterwards and dynamo's debug
     log is off again."""
-    from harness.torch_suites import dynamotools
-    from harness.torch_suites.compilechecks import Backend
+    from harness.torch_suites.dynamo import dynamotools
+    from harness.torch_suites.compiled.compilechecks import Backend
 
     _tool("compile_logs").check(_case(), Backend.EAGER)
     monkeypatch.setattr(dynamotools, "ARTIFACTS", (*dynamotools.ARTIFACTS, "graph_breaks"))
@@ -136,8 +136,8 @@ def test_a_returned_object_that_differs_from_eagers_fails_the_check(monkeypatch)
     comparison of what the user sees of each returned object catches it."""
     import torch
 
-    from harness.torch_suites import dynamotools
-    from harness.torch_suites.compilechecks import Backend
+    from harness.torch_suites.dynamo import dynamotools
+    from harness.torch_suites.compiled.compilechecks import Backend
 
     def other_range(x):
         return x * 2, {"range": range(2, 6, 2) if torch.compiler.is_compiling() else range(1, 5, 2)}
@@ -155,7 +155,7 @@ def test_stances_that_do_not_apply_fail_the_stance_check(monkeypatch):
 
     import torch
 
-    from harness.torch_suites.compilechecks import Backend
+    from harness.torch_suites.compiled.compilechecks import Backend
 
     _tool("stances_and_marks").check(_case(), Backend.AOT_EAGER)
     monkeypatch.setattr(torch.compiler, "set_stance", lambda *args, **kwargs: contextlib.nullcontext())
@@ -167,8 +167,8 @@ def test_a_function_with_a_graph_break_fails_the_export_check(monkeypatch):
     """export promises one whole graph: a function that breaks it cannot be exported."""
     import torch
 
-    from harness.torch_suites import dynamotools
-    from harness.torch_suites.compilechecks import Backend
+    from harness.torch_suites.dynamo import dynamotools
+    from harness.torch_suites.compiled.compilechecks import Backend
 
     def broken(x, y):
         torch._dynamo.graph_break()
@@ -184,8 +184,8 @@ def test_managers_dynamo_cannot_resume_fail_the_break_check(monkeypatch):
     whole frame runs eagerly, with eager's numbers, so only the count of graphs catches it."""
     import torch
 
-    from harness.torch_suites import dynamotools
-    from harness.torch_suites.compilechecks import Backend, FallbackToEager
+    from harness.torch_suites.dynamo import dynamotools
+    from harness.torch_suites.compiled.compilechecks import Backend, FallbackToEager
 
     def unresumable(x):
         with torch.fx.traceback.annotate({"kept": 1}):
@@ -206,7 +206,7 @@ def test_managers_dynamo_cannot_resume_fail_the_break_check(monkeypatch):
 def test_the_new_dynamo_cases_trace_as_one_graph_without_a_break(name):
     import torch
 
-    from harness.torch_suites.dynamopaths import CASES
+    from harness.torch_suites.dynamo.dynamopaths import CASES
 
     skip_where_unsupported(name)
 

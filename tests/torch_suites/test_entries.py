@@ -1,4 +1,4 @@
-"""Selection by database entry, as a user writes it in HARNESS_ENTRIES (harness/torch_suites/entries.py)."""
+"""Selection by database entry, as a user writes it in HARNESS_ENTRIES (harness/torch_suites/shared/entries.py)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from types import SimpleNamespace
 import pytest
 
 from harness.protocol import Env
-from harness.torch_suites.entries import NO_ENTRY, Entries, drop_tests_without_entries, requested
-from harness.torch_suites.spawned import Shard
+from harness.torch_suites.shared.entries import NO_ENTRY, Entries, drop_tests_without_entries, requested
+from harness.torch_suites.shared.spawned import Shard
 
 pytestmark = pytest.mark.unit
 

@@ -1,6 +1,6 @@
 """The `export` stage's checks can fail: an exported program that computes other numbers than
 eager, one that captured no operator, and an export that fails all fail the test
-(harness/torch_suites/exportchecks.py). Run in-process with this interpreter's torch."""
+(harness/torch_suites/export/exportchecks.py). Run in-process with this interpreter's torch."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import pytest
 import torch
 from torch.testing._internal.common_utils import TestCase
 
-from harness.torch_suites.compilechecks import module_wrapper
-from harness.torch_suites.exportchecks import EmptyExport, ExportMode, check_exported, draws_random
+from harness.torch_suites.compiled.compilechecks import module_wrapper
+from harness.torch_suites.export.exportchecks import EmptyExport, ExportMode, check_exported, draws_random
 
 pytestmark = pytest.mark.integration
 

@@ -1,5 +1,5 @@
 """P3's `fx` stage: a pass must leave the graph computing what the module computes, and a pass that
-promises partitions must make them (harness/torch_suites/fxchecks.py). Run with this
+promises partitions must make them (harness/torch_suites/fx/fxchecks.py). Run with this
 interpreter's torch, in-process."""
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ class Case:
 def test_a_real_pass_over_a_traceable_module_passes_the_check():
     import torch
 
-    from harness.torch_suites.fxchecks import PASSES, check_pass
+    from harness.torch_suites.fx.fxchecks import PASSES, check_pass
 
     for fx_pass in PASSES:
         subject = next(info for info in map(module_info, ("nn.Linear", "nn.Embedding")) if fx_pass.applies(info))
@@ -39,7 +39,7 @@ def test_a_real_pass_over_a_traceable_module_passes_the_check():
 
 
 def fx_pass(name: str):
-    from harness.torch_suites.fxchecks import PASSES
+    from harness.torch_suites.fx.fxchecks import PASSES
 
     return next(p for p in PASSES if p.name == name)
 
@@ -47,7 +47,7 @@ def fx_pass(name: str):
 def check(name: str, module: str = "nn.Linear") -> None:
     import torch
 
-    from harness.torch_suites.fxchecks import check_pass
+    from harness.torch_suites.fx.fxchecks import check_pass
 
     check_pass(Case(), fx_pass(name), module_info(module), "cpu", torch.float32)
 
@@ -81,7 +81,7 @@ def test_a_minimizer_that_blames_no_node_fails(monkeypatch):
 
 @pytest.mark.parametrize("manager", ["pass_manager", "legacy_pass_manager"])
 def test_a_pass_manager_whose_dead_code_elimination_does_nothing_fails(monkeypatch, manager):
-    from harness.torch_suites import fxchecks
+    from harness.torch_suites.fx import fxchecks
 
     def dead_code(graph):  # named as the real pass, which the managers schedule by name
         return graph
@@ -121,7 +121,7 @@ def test_a_constraint_rule_that_constrains_nothing_fails_as_it_admits_a_wrong_ou
 def test_a_pass_that_changes_what_the_graph_computes_fails_the_check():
     import torch
 
-    from harness.torch_suites.fxchecks import FxPass, Level, check_pass
+    from harness.torch_suites.fx.fxchecks import FxPass, Level, check_pass
 
     def off_by_one(*args, **kwargs):
         return torch.nn.functional.linear(*args, **kwargs) + 1
@@ -149,8 +149,8 @@ def test_the_untraceable_modules_are_module_db_entries_that_fx_cannot_trace():
     import torch
     import torch.fx
 
-    from harness.torch_suites.compilechecks import first_module
-    from harness.torch_suites.fxchecks import CONTROL_FLOW, LAZY, TYPE_CHECKED, VALUE_DEPENDENT, traceable
+    from harness.torch_suites.compiled.compilechecks import first_module
+    from harness.torch_suites.fx.fxchecks import CONTROL_FLOW, LAZY, TYPE_CHECKED, VALUE_DEPENDENT, traceable
 
     for names, error, message in ((CONTROL_FLOW, torch.fx.proxy.TraceError, "control flow"),
                                   (TYPE_CHECKED, RuntimeError, "_none_or_dtype"),
@@ -168,7 +168,7 @@ def test_the_aten_passes_skip_a_value_dependent_module_with_the_reason():
 
     import torch
 
-    from harness.torch_suites.fxchecks import PASSES, Level, check_pass
+    from harness.torch_suites.fx.fxchecks import PASSES, Level, check_pass
 
     aten = next(p for p in PASSES if p.level is Level.ATEN)
     with pytest.raises(unittest.SkipTest, match="make_fx cannot trace nn.CTCLoss"):

@@ -1,5 +1,5 @@
-"""The `python` stage's graph-break checks (harness/torch_suites/graphbreaks.py) and debugging-tool
-checks (harness/torch_suites/dynamodebug.py) pass on what they drive, and fail where it silently
+"""The `python` stage's graph-break checks (harness/torch_suites/dynamo/graphbreaks.py) and debugging-tool
+checks (harness/torch_suites/dynamo/dynamodebug.py) pass on what they drive, and fail where it silently
 did not happen: a fallback to eager, a function that never breaks, code after a break that ran
 eagerly, a debug backend that captured nothing, an accuracy checker that missed a wrong backend,
 graphs or frames not routed by their ids.
@@ -25,7 +25,7 @@ def _case():
 
 
 def _break_names() -> list[str]:
-    from harness.torch_suites.graphbreaks import BREAKS
+    from harness.torch_suites.dynamo.graphbreaks import BREAKS
 
     return [subject.name for subject in BREAKS]
 
@@ -35,8 +35,8 @@ def _break_names() -> list[str]:
 def test_each_graph_break_resumes_into_a_graph_and_a_fallback_to_eager_fails_it(name, backend):
     import torch
 
-    from harness.torch_suites.compilechecks import Backend, FallbackToEager
-    from harness.torch_suites.graphbreaks import BREAKS, check_break
+    from harness.torch_suites.compiled.compilechecks import Backend, FallbackToEager
+    from harness.torch_suites.dynamo.graphbreaks import BREAKS, check_break
 
     skip_where_unsupported(name)
     subject = next(subject for subject in BREAKS if subject.name == name)
@@ -47,8 +47,8 @@ def test_each_graph_break_resumes_into_a_graph_and_a_fallback_to_eager_fails_it(
 
 def test_a_function_that_never_breaks_fails_the_break_check():
     """A check whose function traces as one graph tests nothing about breaks: it must fail."""
-    from harness.torch_suites.compilechecks import Backend
-    from harness.torch_suites.graphbreaks import Break, check_break
+    from harness.torch_suites.compiled.compilechecks import Backend
+    from harness.torch_suites.dynamo.graphbreaks import Break, check_break
 
     def whole(x):
         return x.sin().cos()
@@ -62,8 +62,8 @@ def test_code_after_a_break_that_runs_eagerly_fails_the_break_check():
     d code): the outputs are eager's and a graph was captured, so only the count catches it."""
     import torch
 
-    from harness.torch_suites.compilechecks import Backend, FallbackToEager
-    from harness.torch_suites.graphbreaks import Break, check_break
+    from harness.torch_suites.compiled.compilechecks import Backend, FallbackToEager
+    from harness.torch_suites.dynamo.graphbreaks import Break, check_break
 
     @torch._dynamo.disable
     def rest(y):
@@ -80,8 +80,8 @@ def test_code_after_a_break_that_runs_eagerly_fails_the_break_check():
 def test_debug_backends_pass_and_a_fallback_to_eager_fails_them(backend):
     import torch
 
-    from harness.torch_suites.compilechecks import Backend, FallbackToEager
-    from harness.torch_suites.dynamodebug import check_debug_backends
+    from harness.torch_suites.compiled.compilechecks import Backend, FallbackToEager
+    from harness.torch_suites.dynamo.dynamodebug import check_debug_backends
 
     skip_where_unsupported("debug_backends")
     check_debug_backends(_case(), Backend(backend))
@@ -94,8 +94,8 @@ def test_the_accuracy_minifier_check_catches_a_wrong_backend_and_fails_where_the
     nothing to break, so the checker raises nothing, and the check must say so."""
     import torch
 
-    from harness.torch_suites import dynamodebug
-    from harness.torch_suites.compilechecks import Backend
+    from harness.torch_suites.dynamo import dynamodebug
+    from harness.torch_suites.compiled.compilechecks import Backend
 
     dynamodebug.check_accuracy_minifier(_case(), Backend.EAGER)
     monkeypatch.setattr(dynamodebug, "_accuracy_subject", lambda x, weight: (x @ weight).relu().sum(0) + 1)
@@ -108,9 +108,9 @@ def test_the_accuracy_minifier_check_catches_a_wrong_backend_and_fails_where_the
 def test_graphs_must_reach_the_backend_their_id_selects(backend, monkeypatch):
     """Routing switched off (the override left empty): every graph goes to the given backend, and
     the check must fail."""
-    from harness.torch_suites import dynamodebug
-    from harness.torch_suites.compilechecks import Backend
-    from harness.torch_suites.dynamodebug import check_graph_routing
+    from harness.torch_suites.dynamo import dynamodebug
+    from harness.torch_suites.compiled.compilechecks import Backend
+    from harness.torch_suites.dynamo.dynamodebug import check_graph_routing
 
     check_graph_routing(_case(), Backend(backend))
     monkeypatch.setattr(dynamodebug, "ROUTING", "")
@@ -122,9 +122,9 @@ def test_graphs_must_reach_the_backend_their_id_selects(backend, monkeypatch):
 def test_a_frame_must_get_the_dynamo_settings_its_id_selects(backend, monkeypatch):
     """The override pointed at a frame id that never occurs: the resumed frame keeps dynamo's
     default, breaks on `.item()` once more, and the check must fail."""
-    from harness.torch_suites import dynamodebug
-    from harness.torch_suites.compilechecks import Backend
-    from harness.torch_suites.dynamodebug import check_config_routing
+    from harness.torch_suites.dynamo import dynamodebug
+    from harness.torch_suites.compiled.compilechecks import Backend
+    from harness.torch_suites.dynamo.dynamodebug import check_config_routing
 
     check_config_routing(_case(), Backend(backend))
     monkeypatch.setattr(dynamodebug, "CONFIG_ROUTING", dynamodebug.CONFIG_ROUTING.replace(">=1", ">=99"))
@@ -139,8 +139,8 @@ def test_inputs_of_a_subclass_or_an_iterator_recompile_where_their_guards_fail(n
     recompiling, that call raises."""
     import torch
 
-    from harness.torch_suites.compilechecks import Backend, check_recompiles
-    from harness.torch_suites.dynamopaths import RECOMPILES
+    from harness.torch_suites.compiled.compilechecks import Backend, check_recompiles
+    from harness.torch_suites.dynamo.dynamopaths import RECOMPILES
 
     scenario = next(scenario for scenario in RECOMPILES if scenario.name == name)
     check_recompiles(_case(), scenario.function, scenario.steps, scenario.graphs, Backend(backend))
@@ -154,8 +154,8 @@ def test_a_precompiled_module_must_load_and_run_its_graphs(backend, monkeypatch)
     the check's look at what was loaded catches it."""
     import torch
 
-    from harness.torch_suites.compilechecks import Backend, FallbackToEager
-    from harness.torch_suites.dynamotools import check_precompile_module
+    from harness.torch_suites.compiled.compilechecks import Backend, FallbackToEager
+    from harness.torch_suites.dynamo.dynamotools import check_precompile_module
 
     skip_where_unsupported("precompile_module")
     check_precompile_module(_case(), Backend(backend))
@@ -168,8 +168,8 @@ def test_a_precompiled_module_must_load_and_run_its_graphs(backend, monkeypatch)
 def test_the_profiler_check_passes_and_a_fallback_to_eager_fails_it(backend):
     import torch
 
-    from harness.torch_suites import dynamodebug
-    from harness.torch_suites.compilechecks import Backend, FallbackToEager
+    from harness.torch_suites.dynamo import dynamodebug
+    from harness.torch_suites.compiled.compilechecks import Backend, FallbackToEager
 
     skip_where_unsupported("dynamo_profiler")
     dynamodebug.check_dynamo_profiler(_case(), Backend(backend))

@@ -1,6 +1,6 @@
 """P3's `inductor-modes` stage: each of Inductor's CPU modes must give eager's numbers and prove it
 went its own way, so that Inductor compiling as by default fails the check
-(harness/torch_suites/inductormodes.py). Run with this interpreter's torch, in-process."""
+(harness/torch_suites/inductor/inductormodes.py). Run with this interpreter's torch, in-process."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ def by_default(linear):
     """The module compiled by Inductor as torch.compile does by default (and served by no cache)."""
     import torch
 
-    from harness.torch_suites.inductormodes import compile_once
+    from harness.torch_suites.inductor.inductormodes import compile_once
 
     module, args, kwargs = linear
     with torch.no_grad():
@@ -36,7 +36,7 @@ def test_a_mode_gives_eagers_numbers_and_inductor_compiling_as_by_default_fails_
                                                                                           tmp_path):
     import torch
 
-    from harness.torch_suites.inductormodes import Mode, ModeDidNothing, prove, run_mode
+    from harness.torch_suites.inductor.inductormodes import Mode, ModeDidNothing, prove, run_mode
 
     module, args, kwargs = linear
     ours, theirs = tmp_path / "mode", tmp_path / "default"  # where each run may write (the debug trace)
@@ -52,7 +52,7 @@ def test_a_mode_gives_eagers_numbers_and_inductor_compiling_as_by_default_fails_
 def test_aot_inductor_runs_the_loaded_model_and_leaves_no_unpacked_package_behind(linear, tmp_path, monkeypatch):
     import torch
 
-    from harness.torch_suites.inductormodes import Mode, run_mode
+    from harness.torch_suites.inductor.inductormodes import Mode, run_mode
 
     module, args, kwargs = linear
     elsewhere, folder = tmp_path / "elsewhere", tmp_path / "mode"
@@ -71,7 +71,7 @@ def test_a_module_dynamo_refuses_skips_a_compile_mode_with_the_reason():
     from torch.testing._internal.common_modules import module_db
     from torch.testing._internal.common_utils import TestCase
 
-    from harness.torch_suites.inductormodes import DYNAMO_REFUSES, Mode, check_mode
+    from harness.torch_suites.inductor.inductormodes import DYNAMO_REFUSES, Mode, check_mode
 
     class Probe(TestCase):
         def runTest(self) -> None:

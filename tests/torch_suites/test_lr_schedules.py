@@ -1,4 +1,4 @@
-"""The LR-scheduler and SWA checks of tier breadth (harness/torch_suites/lrschedules.py) pass on
+"""The LR-scheduler and SWA checks of tier breadth (harness/torch_suites/optim/lrschedules.py) pass on
 torch's schedulers and fail on ones that lose their place, misreport their rate or average wrongly.
 In-process, with this interpreter's torch."""
 
@@ -8,8 +8,8 @@ import pytest
 import torch
 from torch.optim import lr_scheduler, swa_utils
 
-from harness.torch_suites import lrschedules
-from harness.torch_suites.lrschedules import Schedule
+from harness.torch_suites.optim import lrschedules
+from harness.torch_suites.optim.lrschedules import Schedule
 from tests.torch_suites.test_transform_checks import Case
 
 pytestmark = pytest.mark.integration

@@ -18,7 +18,7 @@ import pytest
 from junitparser import JUnitXml
 
 from harness.protocol import Env
-from harness.torch_suites.catalog import TIERS
+from harness.torch_suites.shared.catalog import TIERS
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
@@ -44,7 +44,7 @@ def node_ids(done: subprocess.CompletedProcess[str]) -> set[str]:
 
 @pytest.fixture(scope="module")
 def catalog() -> dict[str, list[str]]:
-    done = run("-m", "harness.torch_suites.catalog")
+    done = run("-m", "harness.torch_suites.shared.catalog")
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout)
 

@@ -1,6 +1,6 @@
 """The `transforms` stage's checks can fail: each catches a transform that disagrees with eager, a
 torch.compile that silently runs eagerly, and turns only functorch's own declared limits into skips
-(harness/torch_suites/transformchecks.py). Run in-process with this interpreter's torch, on ops of
+(harness/torch_suites/export/transformchecks.py). Run in-process with this interpreter's torch, on ops of
 our own shaped as OpInfos."""
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from torch._C import _functorch
 from torch.testing._internal.common_utils import TestCase
 from torch.testing._internal.opinfo.core import SampleInput
 
-from harness.torch_suites.compilechecks import FallbackToEager
-from harness.torch_suites.transformchecks import (
+from harness.torch_suites.compiled.compilechecks import FallbackToEager
+from harness.torch_suites.export.transformchecks import (
     check_compiled_grad,
     check_compiled_vmap,
     check_jvp,

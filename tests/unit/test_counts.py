@@ -11,7 +11,7 @@ import pytest
 
 from harness.record.durations import History
 from harness.run.collect import Collected
-from harness.torch_suites import counts
+from harness.torch_suites.shared import counts
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -78,7 +78,7 @@ def test_the_script_counts_a_checkouts_files_and_our_bundled_suites(tmp_path):
     data = tmp_path / "counts.yaml"
     data.write_text("torch: '0'\npytorch:\n  test_ops.py: {TestCommon: 1}\n  test_modules.py: {TestModule: 1}\n"
                     "ours: {TestCommon: test_ops.py, TestModule: test_modules.py}\n")
-    done = subprocess.run([sys.executable, "-m", "harness.torch_suites.counts", "--tests-dir", str(tmp_path),
+    done = subprocess.run([sys.executable, "-m", "harness.torch_suites.shared.counts", "--tests-dir", str(tmp_path),
                            "--data", str(data)], capture_output=True, text=True, cwd=ROOT, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
     lines = {line.split("│")[2].strip(): line for line in done.stdout.splitlines() if line.count("│") == 8}

@@ -1,5 +1,5 @@
 """torch.optim's learning-rate schedulers and SWA helpers, pure Python that a JIT runs (bodies in
-harness/torch_suites/lrschedules.py; ours, as PyTorch's own tests of them ship in no wheel):
+harness/torch_suites/optim/lrschedules.py; ours, as PyTorch's own tests of them ship in no wheel):
 
 - TestLRSchedules.test_resumes_from_state_dict (every scheduler): stopped halfway, saved, loaded into
   a new optimizer and scheduler, it gives the uninterrupted run's rates and parameters;
@@ -13,8 +13,8 @@ harness/torch_suites/lrschedules.py; ours, as PyTorch's own tests of them ship i
 
 from torch.testing._internal.common_utils import TestCase, instantiate_parametrized_tests, parametrize, run_tests
 
-from harness.torch_suites import lrschedules
-from harness.torch_suites.entries import Entries, drop_tests_without_entries
+from harness.torch_suites.optim import lrschedules
+from harness.torch_suites.shared.entries import Entries, drop_tests_without_entries
 
 ENTRIES = Entries((*lrschedules.SCHEDULES, "SWA"), full_name=lambda entry: getattr(entry, "name", entry))
 CHOSEN = ENTRIES.chosen()

@@ -2,7 +2,7 @@
 `module_db` (CPU), every check in every dtype its `@modules` gives (each ModuleInfo's own dtypes:
 float32 and float64, and for some float16, bfloat16, complex), without what tier P1 runs.
 
-Bodies in `harness/torch_suites/modulechecks.py` (P1's, and the others written there), under
+Bodies in `harness/torch_suites/eager/modulechecks.py` (P1's, and the others written there), under
 PyTorch's class and test names so each ModuleInfo's decorations apply:
 - test_forward, test_repr, test_non_contiguous_tensors: P1's checks, in the dtypes but float32;
 - test_save_load: P1's test_pickle (PyTorch's name since), in the dtypes but float32;
@@ -21,8 +21,8 @@ from torch.testing._internal.common_dtype import get_all_dtypes
 from torch.testing._internal.common_modules import TrainEvalMode, module_db, modules
 from torch.testing._internal.common_utils import TestCase, gradgradcheck, parametrize, run_tests, swap
 
-from harness.torch_suites import modulechecks
-from harness.torch_suites.entries import Entries, instantiate_cpu_tests
+from harness.torch_suites.eager import modulechecks
+from harness.torch_suites.shared.entries import Entries, instantiate_cpu_tests
 
 ENTRIES = Entries(tuple(module_db), full_name=lambda info: info.name)
 MODULES = ENTRIES.chosen()

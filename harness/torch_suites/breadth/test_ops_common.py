@@ -1,5 +1,5 @@
 """The rest of PyTorch's `TestCommon` checks of `test/test_ops.py` (CPU), bodies in
-`harness/torch_suites/commonchecks.py` (and `refchecks.errors`), under PyTorch's class and test
+`harness/torch_suites/eager/commonchecks.py` (and `refchecks.errors`), under PyTorch's class and test
 names so each OpInfo's decorations apply; with PyTorch's databases and dtypes:
 - test_dtypes (`op_db` and `python_ref_db`, no dtype): every dtype is tried on every sample,
   forward and backward; the dtypes that work are the ones claimed (a reference may work in more);
@@ -27,8 +27,8 @@ from torch.testing._internal.common_dtype import integral_types_and
 from torch.testing._internal.common_methods_invocations import op_db, python_ref_db
 from torch.testing._internal.common_utils import TestCase, parametrize, run_tests, suppress_warnings
 
-from harness.torch_suites import commonchecks, refchecks
-from harness.torch_suites.entries import drop_tests_without_entries, instantiate_cpu_tests, op_entries
+from harness.torch_suites.eager import commonchecks, refchecks
+from harness.torch_suites.shared.entries import drop_tests_without_entries, instantiate_cpu_tests, op_entries
 
 ENTRIES = op_entries([*op_db, *python_ref_db])
 OPS = ENTRIES.chosen()

@@ -15,7 +15,7 @@ call it as PyTorch's do, under PyTorch's class and test names, so each OpInfo's 
   passes write into none of them and materialize none the OpInfo does not allow to;
 - test_view_replay: every output that views the input replays, forward and reverse, through its
   view functions (original view tracking on).
-test_operator's body and the last two are in `harness/torch_suites/opchecks.py`.
+test_operator's body and the last two are in `harness/torch_suites/eager/opchecks.py`.
 """
 
 import torch
@@ -24,8 +24,8 @@ from torch.testing._internal.common_device_type import ops
 from torch.testing._internal.common_methods_invocations import op_db
 from torch.testing._internal.common_utils import TestCase, run_tests
 
-from harness.torch_suites import opchecks
-from harness.torch_suites.entries import instantiate_cpu_tests, op_entries
+from harness.torch_suites.eager import opchecks
+from harness.torch_suites.shared.entries import instantiate_cpu_tests, op_entries
 
 ENTRIES = op_entries(op_db)
 OPS = ENTRIES.chosen()

@@ -1,5 +1,5 @@
 """PyTorch's fake-tensor checks: `TestFakeTensor` of `test/test_ops.py` (CPU) on `op_db`, bodies
-in `harness/torch_suites/fakechecks.py`, under PyTorch's class and test names so each OpInfo's
+in `harness/torch_suites/eager/fakechecks.py`, under PyTorch's class and test names so each OpInfo's
 decorations apply. Fake tensors carry metadata only; compilers trace through them, so an
 operator's fake (meta) implementation must give the real results' metadata:
 - test_fake (one dtype per op, float32 first): each sample on fake tensors gives fake results
@@ -22,8 +22,8 @@ from torch.testing._internal.common_device_type import OpDTypes, onlyCUDA, ops
 from torch.testing._internal.common_methods_invocations import op_db, python_ref_db
 from torch.testing._internal.common_utils import TestCase, run_tests
 
-from harness.torch_suites import fakechecks
-from harness.torch_suites.entries import drop_tests_without_entries, instantiate_cpu_tests, op_entries
+from harness.torch_suites.eager import fakechecks
+from harness.torch_suites.shared.entries import drop_tests_without_entries, instantiate_cpu_tests, op_entries
 
 ENTRIES = op_entries([*op_db, *python_ref_db])
 OPS = ENTRIES.chosen()

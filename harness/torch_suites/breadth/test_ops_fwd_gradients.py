@@ -2,7 +2,7 @@
 `test/test_ops_fwd_gradients.py` on `op_db` (CPU, float64 and complex128: every one of them the
 entry supports). Tier P1 checks no forward-mode gradient.
 
-PyTorch's three checks of the class under their names (bodies in `harness/torch_suites/opchecks.py`,
+PyTorch's three checks of the class under their names (bodies in `harness/torch_suites/eager/opchecks.py`,
 through PyTorch's own `TestGradients` helpers in the wheel), so each OpInfo's decorations apply:
 - test_forward_mode_AD: forward-mode gradcheck of the function variant (with batched forward
   gradients where the op claims them); an op claiming no forward AD must refuse it;
@@ -13,8 +13,8 @@ through PyTorch's own `TestGradients` helpers in the wheel), so each OpInfo's de
 from torch.testing._internal.common_methods_invocations import op_db
 from torch.testing._internal.common_utils import TestGradients, run_tests
 
-from harness.torch_suites import opchecks
-from harness.torch_suites.entries import instantiate_cpu_tests, op_entries
+from harness.torch_suites.eager import opchecks
+from harness.torch_suites.shared.entries import instantiate_cpu_tests, op_entries
 
 ENTRIES = op_entries(op_db)
 OPS = ENTRIES.chosen()

@@ -2,7 +2,7 @@
 `test/test_ops_gradients.py` (CPU, float64 and complex128: every one of them the entry supports).
 
 Tier P1 runs test_fn_grad in float64 only; this module runs PyTorch's five gradient checks of the
-class under their names (bodies in `harness/torch_suites/opchecks.py`, through PyTorch's own
+class under their names (bodies in `harness/torch_suites/eager/opchecks.py`, through PyTorch's own
 `TestGradients` helpers in the wheel), so each OpInfo's decorations for them apply:
 - test_fn_grad: gradcheck of the function variant (with the op's batched-gradient, fast-mode and
   nondeterminism settings);
@@ -20,8 +20,8 @@ from torch.testing._internal.common_utils import TestGradients, run_tests
 from torch.testing._internal.custom_op_db import custom_op_db
 from torch.testing._internal.hop_db import hop_db
 
-from harness.torch_suites import opchecks
-from harness.torch_suites.entries import instantiate_cpu_tests, op_entries
+from harness.torch_suites.eager import opchecks
+from harness.torch_suites.shared.entries import instantiate_cpu_tests, op_entries
 
 ENTRIES = op_entries([*op_db, *hop_db, *custom_op_db])
 OPS = ENTRIES.chosen()

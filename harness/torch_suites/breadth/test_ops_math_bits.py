@@ -4,7 +4,7 @@
 Conjugation and negation can be lazy: a tensor carries a bit and the math happens when it is read.
 Each check gives the op an input whose bit is set on a view over the physically computed values,
 and compares with the op on those values (forward, the first input's gradient, and the in-place
-variant, which must keep the bit). Bodies in `harness/torch_suites/opchecks.py`, under PyTorch's
+variant, which must keep the bit). Bodies in `harness/torch_suites/eager/opchecks.py`, under PyTorch's
 class and test names, so each OpInfo's decorations for them apply:
 - test_conj_view (complex64): conjugate views;
 - test_neg_view (float64): negative views;
@@ -16,8 +16,8 @@ from torch.testing._internal.common_device_type import ops
 from torch.testing._internal.common_methods_invocations import op_db, python_ref_db
 from torch.testing._internal.common_utils import TestCase, run_tests
 
-from harness.torch_suites import opchecks
-from harness.torch_suites.entries import instantiate_cpu_tests, op_entries
+from harness.torch_suites.eager import opchecks
+from harness.torch_suites.shared.entries import instantiate_cpu_tests, op_entries
 
 ENTRIES = op_entries([*op_db, *python_ref_db])
 OPS = ENTRIES.chosen()

@@ -1,6 +1,6 @@
 """PyTorch's NumPy reference check of tier P1's test_ops_reference.py at PyTorch's breadth:
 TestCommon.test_numpy_ref in every dtype PyTorch's `test/test_ops.py` runs it in (float64, int64
-and complex128, each one the op supports; P1: float64), body in `harness/torch_suites/opchecks.py`.
+and complex128, each one the op supports; P1: float64), body in `harness/torch_suites/eager/opchecks.py`.
 
 P1's unary and binary ufunc reference checks (test_reference_numerics*) stay float32: PyTorch runs
 them in every supported dtype, with per-dtype rules (low-precision and integer dtypes computed by
@@ -12,8 +12,8 @@ from torch.testing._internal.common_device_type import ops
 from torch.testing._internal.common_methods_invocations import op_db
 from torch.testing._internal.common_utils import TestCase, run_tests, suppress_warnings
 
-from harness.torch_suites import opchecks
-from harness.torch_suites.entries import instantiate_cpu_tests, op_entries
+from harness.torch_suites.eager import opchecks
+from harness.torch_suites.shared.entries import instantiate_cpu_tests, op_entries
 
 ENTRIES = op_entries(opchecks.numpy_ref_ops(op_db))
 OPS = ENTRIES.chosen()

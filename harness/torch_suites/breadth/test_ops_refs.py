@@ -1,6 +1,6 @@
 """PyTorch's checks of its Python references: the `python_ref_db` tests of `TestCommon` in
 `test/test_ops.py` (CPU, every dtype each reference supports, as PyTorch), bodies in
-`harness/torch_suites/refchecks.py`, under PyTorch's class and test names so each entry's
+`harness/torch_suites/eager/refchecks.py`, under PyTorch's class and test names so each entry's
 decorations apply:
 - test_python_ref: the reference, with `torch.foo` calls inside it run as `torch._refs.foo`
   (`TorchRefsMode(strict=True)`), against its torch operator on every reference input: metadata,
@@ -22,8 +22,8 @@ from torch.testing._internal.common_device_type import OpDTypes, onlyCUDA, ops
 from torch.testing._internal.common_methods_invocations import python_ref_db
 from torch.testing._internal.common_utils import TestCase, parametrize, run_tests
 
-from harness.torch_suites import outchecks, refchecks
-from harness.torch_suites.entries import drop_tests_without_entries, instantiate_cpu_tests, op_entries
+from harness.torch_suites.eager import outchecks, refchecks
+from harness.torch_suites.shared.entries import drop_tests_without_entries, instantiate_cpu_tests, op_entries
 
 ENTRIES = op_entries(python_ref_db)
 OPS = ENTRIES.chosen()

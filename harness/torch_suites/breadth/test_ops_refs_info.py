@@ -15,7 +15,7 @@ import torch._decomp
 from torch.testing._internal.common_methods_invocations import python_ref_db
 from torch.testing._internal.common_utils import TestCase, parametrize, run_tests
 
-from harness.torch_suites.entries import Entries, instantiate_cpu_tests
+from harness.torch_suites.shared.entries import Entries, instantiate_cpu_tests
 
 MODULES = ("_refs", "_refs.special", "_refs.nn.functional", "_refs.fft", "_refs._conversions")
 ENTRIES = Entries(tuple(f"{module}.{name}" for module in MODULES

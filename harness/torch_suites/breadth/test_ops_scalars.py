@@ -1,5 +1,5 @@
 """test_ops.py's two small classes beside its six large ones, under PyTorch's class and test names
-(bodies in `harness/torch_suites/opchecks.py`):
+(bodies in `harness/torch_suites/eager/opchecks.py`):
 - `TestForwardADWithScalars.test_0d_tensor_with_python_scalar` (CPU, float32, on `op_db`'s `add`,
   `mul` and the three `div` entries, as PyTorch's file selects them): forward AD with a Python
   scalar on either side keeps primal and tangent in one dtype;
@@ -12,8 +12,8 @@ from torch.testing._internal.common_device_type import ops
 from torch.testing._internal.common_methods_invocations import op_db
 from torch.testing._internal.common_utils import TestCase, run_tests
 
-from harness.torch_suites import opchecks
-from harness.torch_suites.entries import Entries, instantiate_cpu_tests
+from harness.torch_suites.eager import opchecks
+from harness.torch_suites.shared.entries import Entries, instantiate_cpu_tests
 
 SCALAR_FAMILIES = ("add", "mul", "div")  # the ops PyTorch's test takes from op_db, by name
 SELF_KWARGS = "self_kwargs"  # TestSelfKwarg's entry: it runs over no database

@@ -1,7 +1,7 @@
 """PyTorch's optimizer checks at PyTorch's breadth: `TestOptimRenewed` of `test/test_optim.py` on
 `optim_db` (CPU), the checks tier P1 does not run, in the dtypes their `@optims` give.
 
-Bodies in `harness/torch_suites/optimchecks.py`, under PyTorch's class and test names so each
+Bodies in `harness/torch_suites/optim/optimchecks.py`, under PyTorch's class and test names so each
 OptimizerInfo's decorations apply (float32 unless said):
 - test_optim_infos_do_not_specify_global_cliquey_kwargs;
 - test_rosenbrock_sparse (float64; with and without LR schedulers; sparse-capable optimizers);
@@ -25,9 +25,9 @@ from torch.testing._internal.common_dtype import floating_types_and
 from torch.testing._internal.common_optimizers import optim_db, optims
 from torch.testing._internal.common_utils import TestCase, parametrize, run_tests
 
-from harness.torch_suites import optimchecks
-from harness.torch_suites.entries import Entries, instantiate_cpu_tests
-from harness.torch_suites.optimizers import takes_vectors
+from harness.torch_suites.optim import optimchecks
+from harness.torch_suites.shared.entries import Entries, instantiate_cpu_tests
+from harness.torch_suites.optim.optimizers import takes_vectors
 
 ENTRIES = Entries(tuple(optim_db), full_name=lambda info: info.name)
 OPTIMIZERS = ENTRIES.chosen()

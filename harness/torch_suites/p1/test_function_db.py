@@ -3,7 +3,7 @@
 `torch.library.custom_op`), CPU.
 
 The same checks as p1/test_ops_consistency.py and p1/test_ops_gradients.py (bodies in
-`harness/torch_suites/opchecks.py`), under the same class and test names, so the entries' own
+`harness/torch_suites/eager/opchecks.py`), under the same class and test names, so the entries' own
 decorations for these names apply:
 - TestCommon.test_noncontiguous_samples and test_variant_consistency_eager (float32), both
   databases;
@@ -22,8 +22,8 @@ from torch.testing._internal.common_device_type import OpDTypes, ops
 from torch.testing._internal.common_utils import TestGradients, run_tests
 from torch.testing._internal.custom_op_db import custom_op_db
 
-from harness.torch_suites import opchecks
-from harness.torch_suites.entries import instantiate_cpu_tests, op_entries
+from harness.torch_suites.eager import opchecks
+from harness.torch_suites.shared.entries import instantiate_cpu_tests, op_entries
 
 ENTRIES = op_entries([*autograd_function_db, *custom_op_db])
 OPS = ENTRIES.chosen()

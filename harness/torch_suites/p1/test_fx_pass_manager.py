@@ -12,7 +12,7 @@ import unittest
 from torch.fx.passes.tests import test_pass_manager as shipped
 from torch.testing._internal.common_utils import TestCase, run_tests
 
-from harness.torch_suites.entries import Entries
+from harness.torch_suites.shared.entries import Entries
 
 ENTRIES = Entries(tuple(value for value in vars(shipped).values()
                         if isinstance(value, type) and issubclass(value, unittest.TestCase)),

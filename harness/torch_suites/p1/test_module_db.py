@@ -2,7 +2,7 @@
 and gradients of every ModuleInfo's module inputs.
 
 The checks are the ones PyTorch's `test/test_modules.py` makes under the same names, written here
-in our own code against the ModuleInfo API (bodies in `harness/torch_suites/modulechecks.py`, shared
+in our own code against the ModuleInfo API (bodies in `harness/torch_suites/eager/modulechecks.py`, shared
 with tier breadth), so the class is `TestModule` and each ModuleInfo's
 skips, expected failures and tolerance overrides for these names apply:
 
@@ -22,8 +22,8 @@ import torch
 from torch.testing._internal.common_modules import module_db, modules
 from torch.testing._internal.common_utils import TestCase, gradcheck, run_tests
 
-from harness.torch_suites import modulechecks
-from harness.torch_suites.entries import Entries, instantiate_cpu_tests
+from harness.torch_suites.eager import modulechecks
+from harness.torch_suites.shared.entries import Entries, instantiate_cpu_tests
 
 ENTRIES = Entries(tuple(module_db), full_name=lambda info: info.name)
 MODULES = ENTRIES.chosen()

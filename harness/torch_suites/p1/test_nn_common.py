@@ -24,7 +24,7 @@ from torch.testing._internal.common_nn import (
 )
 from torch.testing._internal.common_utils import freeze_rng_state, run_tests
 
-from harness.torch_suites.entries import Entries
+from harness.torch_suites.shared.entries import Entries
 
 
 def _with_constructor(params: dict) -> dict:

@@ -2,7 +2,7 @@
 method, in-place and operator variants against the function (CPU, float32).
 
 Both checks are the ones PyTorch's `test/test_ops.py` makes under the same names (class and bodies
-in `harness/torch_suites/opchecks.py`), so the test class is named `TestCommon` and the tests
+in `harness/torch_suites/eager/opchecks.py`), so the test class is named `TestCommon` and the tests
 `test_noncontiguous_samples` / `test_variant_consistency_eager`: the skips, expected failures and
 tolerance overrides that each OpInfo carries for those names (`DecorateInfo`) apply as they do in
 PyTorch's own run.
@@ -20,8 +20,8 @@ PyTorch's own run.
 from torch.testing._internal.common_methods_invocations import op_db
 from torch.testing._internal.common_utils import run_tests
 
-from harness.torch_suites import opchecks
-from harness.torch_suites.entries import instantiate_cpu_tests, op_entries
+from harness.torch_suites.eager import opchecks
+from harness.torch_suites.shared.entries import instantiate_cpu_tests, op_entries
 
 ENTRIES = op_entries(op_db)
 OPS = ENTRIES.chosen()

@@ -16,8 +16,8 @@ from torch.testing._internal.common_methods_invocations import op_db
 from torch.testing._internal.common_utils import TestGradients, run_tests
 from torch.testing._internal.hop_db import hop_db
 
-from harness.torch_suites import opchecks
-from harness.torch_suites.entries import instantiate_cpu_tests, op_entries
+from harness.torch_suites.eager import opchecks
+from harness.torch_suites.shared.entries import instantiate_cpu_tests, op_entries
 
 ENTRIES = op_entries([*op_db, *hop_db])
 OPS = ENTRIES.chosen()

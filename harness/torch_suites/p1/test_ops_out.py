@@ -5,7 +5,7 @@ our own code against the OpInfo API, so the class is `TestCommon` and the tests 
 `test_out_warning`: each OpInfo's skips and expected failures for those names apply. Like
 PyTorch, `test_out` runs one supported dtype per op (`OpDTypes.any_one`: float32 first) and
 `test_out_warning` float32 or the op's first supported dtype. PyTorch also runs both on
-`python_ref_db`: tier breadth does (breadth/test_ops_refs.py). Bodies in `harness/torch_suites/outchecks.py`.
+`python_ref_db`: tier breadth does (breadth/test_ops_refs.py). Bodies in `harness/torch_suites/eager/outchecks.py`.
 
 For every sample input of an op that claims `supports_out`:
 - test_out: `out=` filled with NaN (or the integer maximum) gives the function's result and keeps
@@ -21,8 +21,8 @@ from torch.testing._internal.common_device_type import OpDTypes, ops
 from torch.testing._internal.common_methods_invocations import op_db
 from torch.testing._internal.common_utils import TestCase, run_tests
 
-from harness.torch_suites import outchecks
-from harness.torch_suites.entries import instantiate_cpu_tests, op_entries
+from harness.torch_suites.eager import outchecks
+from harness.torch_suites.shared.entries import instantiate_cpu_tests, op_entries
 
 ENTRIES = op_entries(op_db)
 OPS = ENTRIES.chosen()

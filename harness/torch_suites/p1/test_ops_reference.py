@@ -42,8 +42,8 @@ from torch.testing._internal.common_utils import (
     torch_to_numpy_dtype_dict,
 )
 
-from harness.torch_suites import opchecks
-from harness.torch_suites.entries import instantiate_cpu_tests, op_entries
+from harness.torch_suites.eager import opchecks
+from harness.torch_suites.shared.entries import instantiate_cpu_tests, op_entries
 
 ENTRIES = op_entries(op for op in op_db if op.ref is not None)
 OPS = ENTRIES.chosen()

@@ -1,7 +1,7 @@
 """PyTorch's generic optimizer checks on `optim_db` (CPU).
 
 The checks are the ones PyTorch's `test/test_optim.py` makes under the same names, written here in
-our own code against the OptimizerInfo API (shared bodies in `harness/torch_suites/optimchecks.py`),
+our own code against the OptimizerInfo API (shared bodies in `harness/torch_suites/optim/optimchecks.py`),
 so the class is `TestOptimRenewed` and each
 OptimizerInfo's skips and expected failures for these names apply:
 
@@ -34,9 +34,9 @@ from torch.testing._internal.common_optimizers import (
 )
 from torch.testing._internal.common_utils import TestCase, parametrize, run_tests
 
-from harness.torch_suites import optimchecks
-from harness.torch_suites.entries import Entries, instantiate_cpu_tests
-from harness.torch_suites.optimizers import takes_vectors
+from harness.torch_suites.optim import optimchecks
+from harness.torch_suites.shared.entries import Entries, instantiate_cpu_tests
+from harness.torch_suites.optim.optimizers import takes_vectors
 
 ENTRIES = Entries(tuple(optim_db), full_name=lambda info: info.name)
 OPTIMIZERS = ENTRIES.chosen()

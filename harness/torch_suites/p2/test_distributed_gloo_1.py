@@ -1,9 +1,9 @@
 """PyTorch's `DistributedTest` on gloo with spawned workers, as test_distributed_spawn.py runs it,
-shard 1 of 4 (harness/torch_suites/spawned.py)."""
+shard 1 of 4 (harness/torch_suites/shared/spawned.py)."""
 
 from torch.testing._internal.common_utils import run_tests
 
-from harness.torch_suites import spawned
+from harness.torch_suites.shared import spawned
 
 ENTRIES = spawned.suite_entries(spawned.distributed_suites())
 globals().update(spawned.distributed_classes(ENTRIES.chosen(), spawned.Shard(1, 4), __name__))

@@ -1,9 +1,9 @@
 """PyTorch's RPC suite `RpcTest` on the TensorPipe agent, as
-`rpc_utils.generate_tests` builds it, shard 3 of 5 (harness/torch_suites/spawned.py)."""
+`rpc_utils.generate_tests` builds it, shard 3 of 5 (harness/torch_suites/shared/spawned.py)."""
 
 from torch.testing._internal.common_utils import run_tests
 
-from harness.torch_suites import spawned
+from harness.torch_suites.shared import spawned
 
 ENTRIES = spawned.suite_entries(spawned.rpc_suites(("RpcTest",)))
 globals().update(spawned.rpc_classes(ENTRIES.chosen(), spawned.Shard(3, 5), __name__))

@@ -1,9 +1,9 @@
 """PyTorch's RPC suites `TensorPipeAgentRpcTest` on the TensorPipe agent, as
-`rpc_utils.generate_tests` builds them (harness/torch_suites/spawned.py)."""
+`rpc_utils.generate_tests` builds them (harness/torch_suites/shared/spawned.py)."""
 
 from torch.testing._internal.common_utils import run_tests
 
-from harness.torch_suites import spawned
+from harness.torch_suites.shared import spawned
 
 ENTRIES = spawned.suite_entries(spawned.rpc_suites(("TensorPipeAgentRpcTest",)))
 globals().update(spawned.rpc_classes(ENTRIES.chosen(), spawned.Shard(1, 1), __name__))

@@ -7,9 +7,9 @@ Tests, names and what each proves: docs/torch_suites.md#p3-torchcompile-over-the
 from torch.testing._internal.common_utils import run_tests
 from torch.testing._internal.hop_db import hop_db
 
-from harness.torch_suites.compilechecks import Backend
-from harness.torch_suites.compilesuites import hot_op_test, instantiate_suite, op_test
-from harness.torch_suites.entries import op_entries
+from harness.torch_suites.compiled.compilechecks import Backend
+from harness.torch_suites.p3.compilesuites import hot_op_test, instantiate_suite, op_test
+from harness.torch_suites.shared.entries import op_entries
 
 ENTRIES = op_entries(hop_db)
 NAMES = {backend: f"test_compile_{backend}" for backend in Backend}

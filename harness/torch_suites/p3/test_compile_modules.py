@@ -9,9 +9,9 @@ Tests, names and what each proves: docs/torch_suites.md#p3-torchcompile-over-the
 from torch.testing._internal.common_modules import module_db
 from torch.testing._internal.common_utils import run_tests
 
-from harness.torch_suites.compilechecks import Backend
-from harness.torch_suites.compilesuites import hot_module_test, instantiate_suite, module_test
-from harness.torch_suites.entries import Entries
+from harness.torch_suites.compiled.compilechecks import Backend
+from harness.torch_suites.p3.compilesuites import hot_module_test, instantiate_suite, module_test
+from harness.torch_suites.shared.entries import Entries
 
 ENTRIES = Entries(tuple(module_db), full_name=lambda info: info.name)
 NAMES = {Backend.EAGER: "test_compile_eager", Backend.AOT_EAGER: "test_aot_autograd_module_exhaustive",

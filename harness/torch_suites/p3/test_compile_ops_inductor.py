@@ -6,9 +6,9 @@ Tests, names and what each proves: docs/torch_suites.md#p3-torchcompile-over-the
 from torch.testing._internal.common_methods_invocations import op_db
 from torch.testing._internal.common_utils import run_tests
 
-from harness.torch_suites.compilechecks import Backend
-from harness.torch_suites.compilesuites import instantiate_op_suite
-from harness.torch_suites.entries import op_entries
+from harness.torch_suites.compiled.compilechecks import Backend
+from harness.torch_suites.p3.compilesuites import instantiate_op_suite
+from harness.torch_suites.shared.entries import op_entries
 
 ENTRIES = op_entries(op_db)
 instantiate_op_suite(globals(), ENTRIES.chosen(), Backend.INDUCTOR)

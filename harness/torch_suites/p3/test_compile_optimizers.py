@@ -9,9 +9,9 @@ Tests, names and what each proves: docs/torch_suites.md#p3-torchcompile-over-the
 from torch.testing._internal.common_optimizers import optim_db
 from torch.testing._internal.common_utils import run_tests
 
-from harness.torch_suites.compilechecks import Backend
-from harness.torch_suites.compilesuites import hot_optimizer_test, instantiate_suite, optimizer_test
-from harness.torch_suites.entries import Entries
+from harness.torch_suites.compiled.compilechecks import Backend
+from harness.torch_suites.p3.compilesuites import hot_optimizer_test, instantiate_suite, optimizer_test
+from harness.torch_suites.shared.entries import Entries
 
 ENTRIES = Entries(tuple(optim_db), full_name=lambda info: info.name)
 NAMES = {Backend.EAGER: "test_compile_eager", Backend.AOT_EAGER: "test_compile_aot_eager",

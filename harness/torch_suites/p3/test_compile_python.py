@@ -1,17 +1,17 @@
-"""User-style Python through torch.compile (harness/torch_suites/pythonpaths.py): containers,
+"""User-style Python through torch.compile (harness/torch_suites/dynamo/pythonpaths.py): containers,
 closures, generators, classes, exceptions, context managers and the standard library; and torch's
-own Python APIs as a model calls them (harness/torch_suites/modelpaths.py: grad modes, control
+own Python APIs as a model calls them (harness/torch_suites/dynamo/modelpaths.py: grad modes, control
 flow and torch.func as higher-order ops, checkpointing, custom Functions, subclasses, hooks, lazy
 modules, parametrizations, distributions, NumPy, attention, torch.compiler's switches); each traced
 by dynamo (`eager`), then through AOTAutograd with its backward (`aot_eager`), and with dynamic
 shapes, where shape arithmetic becomes torch.fx's symbolic expressions (`aot_eager_dynamic`);
-dynamo's own switches and hand-modelled protocols (harness/torch_suites/dynamopaths.py); and
+dynamo's own switches and hand-modelled protocols (harness/torch_suites/dynamo/dynamopaths.py); and
 recompilation: one compiled function called again in changed states (`recompile_{backend}_{name}`:
 a shape, a dtype, `requires_grad`, a global, an attribute, a module's mode), where the guards must
 fail and every call must give eager's outputs; and torch.compile's tools around the region
-(harness/torch_suites/dynamotools.py, `tool_{backend}_{name}`: compiled autograd, ahead-of-time
+(harness/torch_suites/dynamo/dynamotools.py, `tool_{backend}_{name}`: compiled autograd, ahead-of-time
 compile saved and loaded, graph deduplication, compile logging, objects returned from the region),
-each proving its own promise too; and graph breaks of every kind (harness/torch_suites/graphbreaks.py,
+each proving its own promise too; and graph breaks of every kind (harness/torch_suites/dynamo/graphbreaks.py,
 `break_{backend}_{name}`), where the code after the break must resume into a graph of its own.
 
 Names of our own: `TestCompilePython.test_compile_python_{backend}_{case}`; `--select CASE` runs
@@ -23,13 +23,13 @@ from collections.abc import Callable
 
 from torch.testing._internal.common_utils import TestCase, run_tests
 
-from harness.torch_suites import dynamodebug, dynamopaths, dynamotools, graphbreaks, modelpaths, pythonpaths
-from harness.torch_suites.compilechecks import Backend, check_function, check_recompiles
-from harness.torch_suites.dynamopaths import Recompile
-from harness.torch_suites.dynamotools import Tool
-from harness.torch_suites.entries import Entries
-from harness.torch_suites.graphbreaks import Break, check_break
-from harness.torch_suites.pythonpaths import Case
+from harness.torch_suites.dynamo import dynamodebug, dynamopaths, dynamotools, graphbreaks, modelpaths, pythonpaths
+from harness.torch_suites.compiled.compilechecks import Backend, check_function, check_recompiles
+from harness.torch_suites.dynamo.dynamopaths import Recompile
+from harness.torch_suites.dynamo.dynamotools import Tool
+from harness.torch_suites.shared.entries import Entries
+from harness.torch_suites.dynamo.graphbreaks import Break, check_break
+from harness.torch_suites.dynamo.pythonpaths import Case
 
 ENTRIES = Entries(pythonpaths.CASES + modelpaths.CASES + dynamopaths.CASES + dynamopaths.RECOMPILES
                   + dynamotools.TOOLS + dynamodebug.TOOLS + graphbreaks.BREAKS, full_name=lambda case: case.name)

@@ -8,8 +8,8 @@ Tests, names and what each proves: docs/torch_suites.md#torchexport-over-op_db-a
 from torch.testing._internal.common_modules import module_db
 from torch.testing._internal.common_utils import run_tests
 
-from harness.torch_suites.compilesuites import export_module_test, instantiate_export_suite
-from harness.torch_suites.entries import Entries
+from harness.torch_suites.p3.compilesuites import export_module_test, instantiate_export_suite
+from harness.torch_suites.shared.entries import Entries
 
 ENTRIES = Entries(tuple(module_db), full_name=lambda info: info.name)
 CHOSEN = ENTRIES.chosen()

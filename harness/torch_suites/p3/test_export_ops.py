@@ -7,8 +7,8 @@ Tests, names and what each proves: docs/torch_suites.md#torchexport-over-op_db-a
 from torch.testing._internal.common_methods_invocations import op_db
 from torch.testing._internal.common_utils import run_tests
 
-from harness.torch_suites.compilesuites import export_op_test, instantiate_export_suite, python_entries
-from harness.torch_suites.entries import op_entries
+from harness.torch_suites.p3.compilesuites import export_op_test, instantiate_export_suite, python_entries
+from harness.torch_suites.shared.entries import op_entries
 
 ENTRIES = op_entries(op_db)
 CHOSEN = ENTRIES.chosen()

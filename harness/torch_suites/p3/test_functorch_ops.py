@@ -8,8 +8,8 @@ from torch.testing._internal.autograd_function_db import autograd_function_db
 from torch.testing._internal.common_methods_invocations import op_db
 from torch.testing._internal.common_utils import run_tests
 
-from harness.torch_suites.compilesuites import instantiate_transform_suite
-from harness.torch_suites.entries import op_entries
+from harness.torch_suites.p3.compilesuites import instantiate_transform_suite
+from harness.torch_suites.shared.entries import op_entries
 
 ENTRIES = op_entries(op_db + autograd_function_db)
 instantiate_transform_suite(globals(), ENTRIES.chosen())

@@ -8,15 +8,15 @@ cost_aware and kl_based modes on devices smaller than the graph, the capability 
 splitter, both pass managers, the net minimizer against a planted discrepancy, subgraph rewriter,
 graph pickler). Names are ours: `TestFxPasses.test_fx_{pass}`, one per module the pass applies to.
 
-What each proves: harness/torch_suites/fxchecks.py; docs/torch_suites.md#fx-torchfxs-passes-over-module_db.
+What each proves: harness/torch_suites/fx/fxchecks.py; docs/torch_suites.md#fx-torchfxs-passes-over-module_db.
 """
 
 from torch.testing._internal.common_modules import module_db
 from torch.testing._internal.common_utils import run_tests
 
-from harness.torch_suites import compilesuites
-from harness.torch_suites.entries import Entries
-from harness.torch_suites.fxchecks import PASSES, check_pass, traceable
+from harness.torch_suites.p3 import compilesuites
+from harness.torch_suites.shared.entries import Entries
+from harness.torch_suites.fx.fxchecks import PASSES, check_pass, traceable
 
 ENTRIES = Entries(tuple(info for info in module_db if traceable(info)), full_name=lambda info: info.name)
 CHOSEN = ENTRIES.chosen()

@@ -3,15 +3,15 @@ the C++ wrapper, freezing, max-autotune with the C++ GEMM templates, AOTInductor
 load, run), the debug trace, and a second compile from the caches. Names are ours:
 `TestInductorModes.test_inductor_{mode}`, one per module.
 
-What each proves: harness/torch_suites/inductormodes.py; docs/torch_suites.md#inductors-cpu-modes.
+What each proves: harness/torch_suites/inductor/inductormodes.py; docs/torch_suites.md#inductors-cpu-modes.
 """
 
 from torch.testing._internal.common_modules import module_db
 from torch.testing._internal.common_utils import run_tests
 
-from harness.torch_suites import compilesuites
-from harness.torch_suites.entries import Entries
-from harness.torch_suites.inductormodes import Mode, check_mode
+from harness.torch_suites.p3 import compilesuites
+from harness.torch_suites.shared.entries import Entries
+from harness.torch_suites.inductor.inductormodes import Mode, check_mode
 
 ENTRIES = Entries(tuple(module_db), full_name=lambda info: info.name)
 CHOSEN = ENTRIES.chosen()

@@ -31,8 +31,8 @@ import torch
 import torch.fx as fx
 from torch.testing._internal.common_utils import TestCase
 
-from harness.torch_suites.compilechecks import first_module, input_gradients
-from harness.torch_suites.determinism import filling_uninitialized_memory, seeded
+from harness.torch_suites.compiled.compilechecks import first_module, input_gradients
+from harness.torch_suites.shared.determinism import filling_uninitialized_memory, seeded
 
 # Modules of module_db that torch.fx cannot trace symbolically, by cause (torch 2.14.1, measured):
 # fx's tracer raises on Python control flow over a traced value (`if input.dim() == 3:` and the like).

@@ -35,8 +35,8 @@ from harness.interop.cells import claim
 from harness.interop.subjects import copy_function
 from harness.run import jit
 from harness.smoke.jitcheck import hot_calls, jit_on
-from harness.torch_suites.determinism import assert_same, deterministic, seeded
-from harness.torch_suites.optimizers import takes_vectors
+from harness.torch_suites.shared.determinism import assert_same, deterministic, seeded
+from harness.torch_suites.optim.optimizers import takes_vectors
 
 
 class Backend(StrEnum):

@@ -31,10 +31,10 @@ from torch.testing._internal.common_utils import TestCase
 
 from harness.interop.backend import CountingBackend
 from harness.interop.subjects import copy_function
-from harness.torch_suites.compilechecks import (Backend, FallbackToEager, check_function, compiled, counting,
+from harness.torch_suites.compiled.compilechecks import (Backend, FallbackToEager, check_function, compiled, counting,
                                                 prove_compiled)
-from harness.torch_suites.dynamopaths import seeded_randn
-from harness.torch_suites.dynamotools import Tool
+from harness.torch_suites.dynamo.dynamopaths import seeded_randn
+from harness.torch_suites.dynamo.dynamotools import Tool
 
 # dynamo's debug backends that run on a CPU, by the backend each derives from
 DEBUG_BACKENDS = {

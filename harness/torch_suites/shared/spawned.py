@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from torch.testing._internal.common_utils import find_free_port
 
-from harness.torch_suites.entries import Entries
+from harness.torch_suites.shared.entries import Entries
 
 # What PyTorch's test/run_test.py gives test_distributed_spawn.py for gloo on a machine without two
 # GPUs, set only where the environment says nothing (a spawned worker inherits its parent's

@@ -33,7 +33,7 @@ from unittest import mock
 import torch
 from torch.testing._internal.common_utils import TestCase
 
-from harness.torch_suites.compilechecks import (
+from harness.torch_suites.compiled.compilechecks import (
     Backend,
     backend_settings,
     compiled,
@@ -43,7 +43,7 @@ from harness.torch_suites.compilechecks import (
     leaves_of,
     prove_compiled,
 )
-from harness.torch_suites.determinism import assert_same, deterministic, seeded
+from harness.torch_suites.shared.determinism import assert_same, deterministic, seeded
 
 
 class Mode(StrEnum):

@@ -37,10 +37,10 @@ import torch
 from torch.testing._internal.common_utils import TestCase
 
 from harness.interop.subjects import copy_function
-from harness.torch_suites.compilechecks import (Backend, FallbackToEager, check_function, check_recompiles,
+from harness.torch_suites.compiled.compilechecks import (Backend, FallbackToEager, check_function, check_recompiles,
                                                 compiled_user_function, counting, prove_compiled)
-from harness.torch_suites.dynamopaths import seeded_randn
-from harness.torch_suites.pythonpaths import Case
+from harness.torch_suites.dynamo.dynamopaths import seeded_randn
+from harness.torch_suites.dynamo.pythonpaths import Case
 
 
 @dataclass(frozen=True)

@@ -35,9 +35,9 @@ import torch
 from torch.testing._internal.common_utils import TestCase
 from torch.utils._pytree import tree_flatten, tree_unflatten
 
-from harness.torch_suites.compilechecks import Backend, compiled, counting, fresh_function, prove_compiled
-from harness.torch_suites.determinism import assert_same, deterministic, seeded
-from harness.torch_suites.operands import Operands, at_least_one, samples, tensors_only
+from harness.torch_suites.compiled.compilechecks import Backend, compiled, counting, fresh_function, prove_compiled
+from harness.torch_suites.shared.determinism import assert_same, deterministic, seeded
+from harness.torch_suites.shared.operands import Operands, at_least_one, samples, tensors_only
 
 SAMPLES = 2  # per OpInfo and check: a transform re-enters the op's Python for every sample
 BATCH = 2  # entries of the batch dimension vmap maps over

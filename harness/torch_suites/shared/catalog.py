@@ -1,6 +1,6 @@
 """Which database entries each bundled test module covers, as JSON, for the runner's `--select`.
 
-    python -m harness.torch_suites.catalog    (in a test interpreter: it imports torch)
+    python -m harness.torch_suites.shared.catalog    (in a test interpreter: it imports torch)
 
 prints `{"harness/torch_suites/p1/test_ops_out.py": ["abs", "add", ...], ...}`: for every bundled
 module (path relative to the repository root), every name `HARNESS_ENTRIES` may carry to select
@@ -17,10 +17,10 @@ from pathlib import Path
 
 import harness
 from harness.protocol import Env
-from harness.torch_suites.entries import NO_ENTRY
+from harness.torch_suites.shared.entries import NO_ENTRY
 
 ROOT = Path(harness.__file__).resolve().parent.parent
-SUITES = Path(__file__).resolve().parent
+SUITES = Path(__file__).resolve().parent.parent  # harness/torch_suites/, whose tier folders hold the bundled modules
 TIERS = ("p1", "p2", "p3", "breadth")
 
 

@@ -22,9 +22,9 @@ from typing import Any
 import torch
 from torch.testing._internal.common_utils import TestCase, freeze_rng_state
 
-from harness.torch_suites.compilechecks import first_module, make_hot, module_wrapper
-from harness.torch_suites.determinism import assert_same, deterministic, seeded
-from harness.torch_suites.operands import Operands, at_least_one, samples
+from harness.torch_suites.compiled.compilechecks import first_module, make_hot, module_wrapper
+from harness.torch_suites.shared.determinism import assert_same, deterministic, seeded
+from harness.torch_suites.shared.operands import Operands, at_least_one, samples
 
 SAMPLES = 2  # per OpInfo: every sample is a new export, a trace of its own
 

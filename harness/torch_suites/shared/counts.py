@@ -1,6 +1,6 @@
 """Our bundled suites' test counts beside PyTorch's own, per PyTorch file and test class.
 
-    python -m harness.torch_suites.counts [--tests-dir CHECKOUT_TEST_DIR] [--jobs N]
+    python -m harness.torch_suites.shared.counts [--tests-dir CHECKOUT_TEST_DIR] [--jobs N]
         (in a test interpreter: collecting imports torch)
 
 Ours are collected (`pytest --collect-only`, harness/run/collect.py) from every bundled tier's
@@ -29,7 +29,7 @@ from rich.table import Table
 
 from harness.protocol import Env
 from harness.run.collect import Collected, collect, collect_together
-from harness.torch_suites.catalog import ROOT, bundled_files
+from harness.torch_suites.shared.catalog import ROOT, bundled_files
 
 DATA = Path(__file__).resolve().parent / "data" / "pytorch_counts.yaml"
 COLUMNS = {"ours": ("p1", "p2", "p3"), "breadth": ("breadth",)}  # column -> the tiers it counts

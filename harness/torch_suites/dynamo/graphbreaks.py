@@ -33,8 +33,8 @@ from torch.overrides import TorchFunctionMode
 from torch.testing._internal.common_utils import TestCase
 
 from harness.interop.subjects import copy_function
-from harness.torch_suites.compilechecks import Backend, FallbackToEager, check_function, graph_break
-from harness.torch_suites.pythonpaths import Case
+from harness.torch_suites.compiled.compilechecks import Backend, FallbackToEager, check_function, graph_break
+from harness.torch_suites.dynamo.pythonpaths import Case
 
 LOG = logging.getLogger("harness.graphbreaks")  # below its level: the call breaks, nothing is written
 PRINTED = io.StringIO()  # where `_print_call` prints

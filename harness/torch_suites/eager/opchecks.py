@@ -37,7 +37,7 @@ from torch.testing._internal.common_utils import (
     suppress_warnings,
 )
 
-from harness.torch_suites.determinism import assert_same, deterministic
+from harness.torch_suites.shared.determinism import assert_same, deterministic
 
 
 @dataclass(frozen=True)

@@ -51,7 +51,7 @@ from torch.overrides import TorchFunctionMode
 from torch.testing._internal.two_tensor import TwoTensor
 from torch.utils._ordered_set import OrderedSet
 
-from harness.torch_suites.pythonpaths import Case
+from harness.torch_suites.dynamo.pythonpaths import Case
 
 
 @torch._dynamo.allow_in_graph

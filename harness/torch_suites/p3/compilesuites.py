@@ -14,7 +14,7 @@ from torch.testing._internal.common_modules import TrainEvalMode, modules
 from torch.testing._internal.common_optimizers import optims
 from torch.testing._internal.common_utils import TestCase
 
-from harness.torch_suites.compilechecks import (
+from harness.torch_suites.compiled.compilechecks import (
     Backend,
     HotState,
     check_hot,
@@ -27,15 +27,15 @@ from harness.torch_suites.compilechecks import (
     python_callable,
     set_gradients,
 )
-from harness.torch_suites.entries import instantiate_cpu_tests
-from harness.torch_suites.exportchecks import (
+from harness.torch_suites.shared.entries import instantiate_cpu_tests
+from harness.torch_suites.export.exportchecks import (
     ExportMode,
     check_export_module,
     check_export_op,
     check_hot_export_module,
     check_hot_export_op,
 )
-from harness.torch_suites.transformchecks import (
+from harness.torch_suites.export.transformchecks import (
     check_compiled_grad,
     check_compiled_vmap,
     check_jvp,

@@ -23,7 +23,7 @@ import torch.nn.functional as F
 from torch.nn.utils import parametrize
 from torch.utils import _pytree as pytree
 
-from harness.torch_suites.pythonpaths import Case
+from harness.torch_suites.dynamo.pythonpaths import Case
 
 LOGGER = logging.getLogger(__name__)  # below its level: the traced code's log calls emit nothing
 

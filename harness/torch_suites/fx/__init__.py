@@ -1,0 +1,1 @@
+"""torch.fx over module_db: tracing, the pass manager and fx's passes, compared with eager."""

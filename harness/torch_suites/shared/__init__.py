@@ -1,0 +1,1 @@
+"""Machinery every group and tier shares: which database entries a module runs (entries, catalog), seeded and deterministic runs (determinism), sample operands, spawned multi-process suites, and the test counts beside PyTorch's (counts). It imports no group."""
