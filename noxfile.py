@@ -45,6 +45,22 @@ from harness.errors import HarnessError  # noqa: E402
 from harness.protocol import Setting  # noqa: E402
 from harness.record.store import default_results_root  # noqa: E402
 
+SCRIPT_ENVIRONMENT = "_nox_script_mode"  # where nox installs the block above when the nox reading this file lacks it
+
+
+def quiet_script_environment() -> None:
+    """Make the PEP 723 block's environment install quietly. A nox without the block's dependencies
+    (the README's venv holds only nox) makes .nox/_nox_script_mode and re-runs `pip install` over it
+    at every command, which printed some 17 lines of "Requirement already satisfied" before anything
+    else. pip reads the configuration file of the environment it runs in (`sys.prefix/pip.conf`), so
+    this file, running there, writes one that asks for quiet installs: nothing when all is
+    satisfied, and warnings and errors still shown."""
+    prefix = Path(sys.prefix)
+    if prefix.name == SCRIPT_ENVIRONMENT and not (prefix / "pip.conf").exists():
+        (prefix / "pip.conf").write_text("[install]\nquiet = 1\n", encoding="utf-8")
+
+
+quiet_script_environment()
 nox.options.default_venv_backend = "venv"
 nox.options.download_python = "never"  # no python.org here; missing interpreters are provisioned
 nox.options.reuse_venv = "yes"

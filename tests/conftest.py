@@ -130,3 +130,12 @@ def write_run(results: Path, config: str, outcomes: dict[str, str], *, started: 
         files=(FileRecord(file=f"{module}.py", module=module, exit_status=0, signal=None, duration=1.0, counts={},
                           jit={"compiled": 5} if jit == "on" else None),)))
     return run.root
+
+
+def markdown_report(argv: list[str], out: Path) -> tuple[int, str]:
+    """`python -m harness ARGV --out OUT`: its exit status and report.md, the Markdown form (standard
+    output gets the first screen, laid out as text)."""
+    from harness.cli import main
+
+    status = main([*argv, "--out", str(out)])
+    return status, (out / "report.md").read_text(encoding="utf-8")

@@ -245,8 +245,12 @@ def _history(args: argparse.Namespace) -> int:
     from harness.record.database import database_path
     from harness.record.store import default_results_root
     from harness.report.history import render
+    from harness.report.output import show
 
     found = history(database_path(args.results or default_results_root()), args.last,
                     lambda s: args.config in (None, s.configuration) and args.tier in (None, s.tier), args.test)
-    sys.stdout.write(json.dumps(asdict(found), indent=2) + "\n" if args.format == "json" else render(found))
+    if args.format == "json":
+        sys.stdout.write(json.dumps(asdict(found), indent=2) + "\n")
+    else:
+        show(render(found))  # laid out as text, like the diff's screen
     return ExitStatus.OK

@@ -25,10 +25,10 @@ HTML_POINTER = ("Everything else (heatmap, charts, every regression with its fai
 
 
 def render(report: Report) -> str:
-    parts = [_sweep(line) for line in report.sweeps] + [_section(report, s) for s in report.sections]
+    parts = [sweep_table(line) for line in report.sweeps] + [_section(report, s) for s in report.sections]
     parts += [coverage_section(side, TOP_SUBPACKAGES) for side in report.coverage]
     if report.forest is not None:
-        parts.append(_perf(report))
+        parts.append(perf_part(report))
     if report.history is not None and report.history.recovered:
         parts.append(f"Recovered since an earlier run: {len(report.history.recovered)} test(s).\n")
     return "\n".join(parts) + "\n" + HTML_POINTER + "\n"
@@ -43,15 +43,11 @@ def _section(report: Report, section: Section) -> str:
         lines.append("**INVALID comparison: no verdict.**")
         lines.extend(f"- {problem}" for problem in comparison.problems)
     lines.extend(f"- note: {note}" for note in comparison.notes)
-    confirmed = sum(1 for f in section.regressions if f.status is Status.CONFIRMED)
-    known = f" (+{len(comparison.known)} known)" if comparison.known else ""
-    lines += ["", (f"Regressions: **{len(comparison.regressions)}**{known}" + (f" ({confirmed} confirmed)" if confirmed else "")
-                   + f" · fixes: {len(comparison.fixes)} · new: {len(comparison.new)} · missing: {len(comparison.missing)}"
-                   f" · flaky: {len(comparison.flaky)}"), ""]
+    lines += ["", counts_line(section), ""]
     if comparison.known or comparison.known_fixed:
         fixed = (f"; known, now fixed: {len(comparison.known_fixed)} (remove their entries)"
                  if comparison.known_fixed else "")
-        lines += [f"Known regressions: {len(comparison.known)}, from {comparison.known_source}{fixed} "
+        lines += [f"Known regressions: {len(comparison.known)}, from {section.known_source}{fixed} "
                   "(every test listed in the HTML and JSON reports), per entry:", ""]
         lines += [_known_group(group) for group in section.known_groups]
         lines += [""] if section.known_groups else []
@@ -59,13 +55,13 @@ def _section(report: Report, section: Section) -> str:
     if trend is not None and trend.comparable:
         lines += ["Failing tests per run (run history), oldest first: "
                   + " → ".join(str(p.failing) for p in trend.points), ""]
-    lines += _module_table(comparison.modules)
+    lines += module_table(comparison.modules)
     regressions = [f for f in section.regressions if not f.known]
     if regressions:
         shown = min(len(regressions), TOP_REGRESSIONS)
         lines += ["", f"### Top regressions ({shown} of {len(regressions)})", ""]
         for finding in regressions[:TOP_REGRESSIONS]:
-            lines += _regression(finding)
+            lines += regression_lines(finding)
     others = [(name, len(items)) for name, items in (
         ("flaky", comparison.flaky), ("skip changes", comparison.skip_changes), ("xfail drift", comparison.xfail_drift),
         ("failures that changed", comparison.failure_changes)) if items]
@@ -74,20 +70,30 @@ def _section(report: Report, section: Section) -> str:
     return "\n".join(lines) + "\n"
 
 
+def counts_line(section: Section) -> str:
+    """The comparison's counts in one line: new regressions first (the known ones beside them)."""
+    comparison = section.comparison
+    confirmed = sum(1 for f in section.regressions if f.status is Status.CONFIRMED)
+    known = f" (+{len(comparison.known)} known)" if comparison.known else ""
+    return (f"Regressions: **{len(comparison.regressions)}**{known}" + (f" ({confirmed} confirmed)" if confirmed else "")
+            + f" · fixes: {len(comparison.fixes)} · new: {len(comparison.new)} · missing: {len(comparison.missing)}"
+            f" · flaky: {len(comparison.flaky)}")
+
+
 def _known_group(group: KnownGroup) -> str:
     """One entry of the known-regressions file: how many tests it matched, why, where to read more."""
     link = f" ({group.link})" if group.link else ""
     return f"- {group.count} × {group.reason}{link} · `{group.where}`"
 
 
-def _regression(f: Finding) -> list[str]:
+def regression_lines(f: Finding) -> list[str]:
     status = " · confirmed" if f.status is Status.CONFIRMED else ""
     new = f" · new since {f.new_since}" if f.new_since else ""
     lines = [f"- `{f.test}`: {f.baseline} → **{f.candidate}** ({f.classification}){status}{new}"]
     if f.known:
         lines.append(f"  - known: {f.known.reason}" + (f" ({f.known.link})" if f.known.link else ""))
     if f.detail:
-        lines.append(f"  - {f.detail.splitlines()[0]}")
+        lines.append(f"  - {f.detail.splitlines()[0]}".replace("<", "\\<"))  # `<class 'X'>` is text, not an HTML tag to drop
     if f.culprit:
         lines += _culprit(f.culprit)
     if f.polluters:
@@ -115,21 +121,22 @@ def _culprit(culprit: Culprit) -> list[str]:
     return lines
 
 
-def _module_table(rows: tuple[ModuleRow, ...]) -> list[str]:
+def module_table(rows: tuple[ModuleRow, ...], limit: int = TOP_MODULES) -> list[str]:
+    """The per-module table, the worst `limit` modules first, then the total over all of them."""
     lines = ["| Module | Baseline P/F/E/S/XF | Candidate P/F/E/S/XF | Compiled | Regressions |",
              "|---|---|---|---|---|"]
     worst = sorted(rows, key=lambda r: (-r.regressions, r.module))
-    for row in worst[:TOP_MODULES]:
+    for row in worst[:limit]:
         regressions = f"**{row.regressions}**" if row.regressions else "0"
         lines.append(f"| {row.module} | {counts(row.baseline)} | {counts(row.candidate)} | {_compiled(row)} | {regressions} |")
-    if len(rows) > TOP_MODULES:
-        lines.append(f"| … {len(rows) - TOP_MODULES} more modules (HTML report) | | | | |")
+    if len(rows) > limit:
+        lines.append(f"| … {len(rows) - limit} more modules (HTML report) | | | | |")
     lines.append(f"| **TOTAL** | {counts(summed(r.baseline for r in rows))} | {counts(summed(r.candidate for r in rows))} | "
                  f"{_total(rows)} | {sum(r.regressions for r in rows)} |")
     return lines
 
 
-def _sweep(line: SweepLine) -> str:
+def sweep_table(line: SweepLine) -> str:
     """One row per module (worst first), one column per threshold: candidate counts · compiled · regressions."""
     sweep = line.sweep
     columns = [column_label(c) for c in sweep.comparisons]
@@ -152,7 +159,7 @@ def _sweep(line: SweepLine) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _perf(report: Report) -> str:
+def perf_part(report: Report) -> str:
     forest = report.forest
     lines = [f"## Performance vs {forest.baseline}", ""]
     if not forest.valid:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from harness.compare.diff import Comparison, Known, KnownFixed, ModuleRow
 from harness.compare.sweep import Sweep, sweeps
+from harness.configure.tiers import HARNESS_ROOT
 from harness.protocol import Outcome
 from harness.record.coverage import Coverage
 from harness.record.culprits import Culprit  # a regression's culprit, as the search recorded it
@@ -107,8 +108,20 @@ class KnownGroup:
 
     @property
     def where(self) -> str:
-        """The entry's file name and line (`known_regressions.yaml:16`): a report names the file's path once."""
-        return Path(self.entry).name
+        """The entry's file and line, the shipped file's as in the repository
+        (`harness/configure/data/known_regressions.yaml:16`)."""
+        return in_repository(self.entry)
+
+
+def in_repository(path: str) -> str:
+    """A file of the harness by its path in the repository, so a report names it the same on every
+    machine (and a screen spends no line on a site-packages prefix); any other file as given."""
+    return Path(path).relative_to(HARNESS_ROOT).as_posix() if Path(path).is_relative_to(HARNESS_ROOT) else path
+
+
+def in_repository_all(sources: str) -> str:
+    """`in_repository` of each file of a comparison's `known_source` (files joined by ", ")."""
+    return ", ".join(in_repository(source) for source in sources.split(", ")) if sources else ""
 
 
 @dataclass(frozen=True)
@@ -252,6 +265,11 @@ class Section:
     def known_fixed(self) -> tuple[KnownFixed, ...]:
         return self.comparison.known_fixed
 
+    @property
+    def known_source(self) -> str:
+        """The known-regressions file(s) this comparison applied, as `in_repository` names them."""
+        return in_repository_all(self.comparison.known_source)
+
 
 @dataclass(frozen=True)
 class Totals:
@@ -307,7 +325,7 @@ class Report:
     @property
     def known_source(self) -> str:
         """The known-regressions file(s) the comparisons applied; "" when none was."""
-        return ", ".join(dict.fromkeys(s.comparison.known_source for s in self.sections if s.comparison.known_source))
+        return ", ".join(dict.fromkeys(s.known_source for s in self.sections if s.known_source))
 
     @property
     def sides(self) -> tuple[Side, ...]:

@@ -1,5 +1,6 @@
-"""Deliver reports: files in the requested formats, and on standard output the report itself or, for a
-person, the Markdown as text (rich lays it out).
+"""Deliver reports: files in the requested formats, and on standard output the report itself (JSON,
+HTML) or, for a person, text that rich lays out from Markdown: the first screen (screen.py) for a
+comparison, the Markdown report for the others. Markdown markup never reaches a terminal or a log.
 
 Every form is rendered from one report model (harness/report/model.py), so they cannot drift apart.
 The perf comparison is delivered the same way (`write_out`), from its own renderer.
@@ -15,7 +16,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.markdown import Markdown
 
-from harness.report import json_report, markdown
+from harness.report import json_report, markdown, screen
 from harness.report.model import Report
 
 LOG_WIDTH = 120  # columns of the text written where standard output is no terminal (nox's output in CI, a pipe)
@@ -32,23 +33,25 @@ def render(report: Report, fmt: str) -> str:
 
 
 def deliver(report: Report, formats: list[str], out: Path | None) -> None:
-    """The test comparison's report: OUT/report.<fmt> files, or standard output."""
-    write_out(lambda fmt: render(report, fmt), formats, out, "report")
+    """The test comparison's report: OUT/report.<fmt> files, or standard output; the first screen for a person."""
+    write_out(lambda fmt: render(report, fmt), formats, out, "report", lambda: screen.render(report))
 
 
-def write_out(rendered: Callable[[str], str], formats: list[str], out: Path | None, stem: str) -> None:
-    """Write each format to OUT/<stem>.<fmt>, or to standard output. Standard output that is the report
-    asked for (no OUT, a pipe or a file) gets it as it is; one that a person reads (a terminal, or the
-    summary beside the files written) gets the Markdown as text (`show`)."""
+def write_out(rendered: Callable[[str], str], formats: list[str], out: Path | None, stem: str,
+              first_screen: Callable[[], str] | None = None) -> None:
+    """Write each format to OUT/<stem>.<fmt>, or to standard output. Standard output that is a report
+    asked for as data (JSON, HTML, without OUT) gets it as it is; text a person reads (the Markdown
+    form without OUT, in a terminal, a pipe or a log, or the summary beside the files written) gets
+    `first_screen` (else the Markdown) laid out as text (`show`)."""
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
         for fmt in formats:
             (out / f"{stem}.{fmt}").write_text(rendered(fmt), encoding="utf-8")
-    elif formats != ["md"] or not sys.stdout.isatty():
+    elif formats != ["md"]:
         for fmt in formats:
             sys.stdout.write(rendered(fmt))
         return
-    show(rendered("md"))
+    show(first_screen() if first_screen is not None else rendered("md"))
     if out is not None:
         print(f"reports written to {out}: " + ", ".join(f"{stem}.{fmt}" for fmt in formats))
 

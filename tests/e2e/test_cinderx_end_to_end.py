@@ -135,6 +135,20 @@ def test_interop_matrix_fails_under_the_jit_only_where_the_known_regressions_say
     assert "| Module | Baseline P/F/E/S/XF | Candidate P/F/E/S/XF | Compiled | Regressions |" in markdown
 
 
+def test_main_job_first_screen_puts_the_verdict_first_and_fits_one_screen(main_job: Path, tmp_path: Path):
+    """The diff's standard output on the main job's real runs, as a log keeps it (no terminal): the
+    verdict among the first 5 lines, the whole at most 30, the shipped known-regressions file named
+    as in the repository, and no Markdown markup."""
+    done = subprocess.run([sys.executable, "-m", "harness", "diff-latest", "--results", str(main_job),
+                           "--format", "md", "json", "--out", str(tmp_path)], capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    lines = done.stdout.splitlines()
+    assert any(line.startswith("Valid comparison: no new regressions") for line in lines[:5]), lines[:5]
+    assert len(lines) <= 30, done.stdout
+    assert " × harness/configure/data/known_regressions.yaml:" in done.stdout and str(ROOT) not in done.stdout
+    assert "**" not in done.stdout and "|---" not in done.stdout
+
+
 def test_main_job_writes_the_html_report_a_browser_shows(main_job: Path):
     with chromium_context() as context:
         opened = visit(context, main_job / "reports" / "report.html")

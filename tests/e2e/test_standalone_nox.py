@@ -66,6 +66,15 @@ def test_a_nox_of_its_own_lists_the_sessions(standalone, tmp_path):
     assert any(line.startswith("* stock-p0 ") for line in listed) and any(line.startswith("* diff ") for line in listed)
 
 
+def test_a_nox_command_whose_script_environment_is_satisfied_says_nothing_about_it(standalone, tmp_path):
+    standalone_nox(standalone, tmp_path, "-l")  # the first command may make the script environment
+    again = standalone_nox(standalone, tmp_path, "-l")
+    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+    assert "Requirement already satisfied" not in again.stdout + again.stderr, again.stdout[:2000]
+    said = [line for line in (again.stderr + again.stdout).splitlines() if line and not line.startswith("nox > ")]
+    assert said[0].startswith("nox sessions"), said[:5]  # nox's own lines, then straight to the list
+
+
 def test_a_nox_of_its_own_runs_the_main_job_to_a_valid_verdict(standalone, tmp_path):
     done = standalone_nox(standalone, tmp_path, "-s", "stock-p0", "cinderx-jit-p0", "diff")
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]

@@ -1,16 +1,20 @@
-"""The first screen: what the main job (`nox -s diff`, reports written to a folder) leaves on standard
-output for a person to read. Text, not Markdown markup; known regressions one line per entry of the
-known-regressions file, with their count; the run-history line only when there are runs to compare.
-report.md, beside it, stays Markdown for job summaries."""
+"""The first screen: what the main job (`nox -s diff`, reports written to a folder) and `python -m
+harness diff` into a terminal or a pipe leave on standard output for a person to read. The verdict
+first; text, not Markdown markup; known regressions one line per entry of the known-regressions
+file, with their count and file; the JIT coverage as the few subpackages compiled most; the whole
+at most about 30 lines for a clean run. report.md, beside it, stays Markdown for job summaries."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
+from harness.configure.tiers import HARNESS_ROOT
+from harness.record.coverage import Coverage
 from harness.report.html import render
-from harness.report.model import History, Report, Trend, TrendPoint, build
+from harness.report.model import CoverageSide, History, Report, Trend, TrendPoint, build, in_repository
 from harness.report.output import deliver
 from tests.unit.test_report_model import candidate, with_known
 
@@ -35,24 +39,65 @@ def first_screen(report: Report, tmp_path: Path, capsys: pytest.CaptureFixture[s
     return capsys.readouterr().out
 
 
-def test_known_regressions_are_one_line_per_entry_with_their_count(tmp_path, capsys, monkeypatch):
+def test_the_verdict_comes_first_then_the_counts(tmp_path, capsys, monkeypatch):
+    lines = first_screen(report(tmp_path, runs=1), tmp_path, capsys, monkeypatch).splitlines()
+    assert lines[0] == "Valid comparison: no new regressions, 3 known"
+    assert next(i for i, line in enumerate(lines) if line.startswith("Regressions: 0 (+3 known) · fixes: ")) < 5
+
+
+def test_known_regressions_are_one_line_per_entry_with_their_count_and_file(tmp_path, capsys, monkeypatch):
     screen = first_screen(report(tmp_path, runs=1), tmp_path, capsys, monkeypatch)
-    entries = " ".join(screen.split()).split("• ")[1:]  # one bullet per entry (a long one wraps)
-    assert [entry.split(" · ")[0] for entry in entries] == [
-        "2 × the JIT bypasses dynamo (https://example.org/7)", "1 × a known TypeError"]
-    assert [entry.split(" · ")[1].split()[0] for entry in entries] == ["known.yaml:3", "known.yaml:4"]
+    entries = [line.strip() for line in screen.splitlines() if line.strip().startswith("• ")]
+    known = tmp_path / "known.yaml"  # outside the repository: named as given
+    assert entries == [f"• 2 × {known}:3: the JIT bypasses dynamo", f"• 1 × {known}:4: a known TypeError"]
     assert "test_a::test_0" not in screen and "test_a::test_2" not in screen  # tests are in the HTML and JSON
-    assert "Regressions: 0 (+3 known)" in screen
+
+
+def test_a_long_reason_is_shortened_to_keep_its_entry_on_one_line(tmp_path, capsys, monkeypatch):
+    reason = "a function that is JIT-compiled when torch.compile's callable calls it " * 3
+    comparison = with_known(candidate(), tmp_path, f"    - {{pattern: 'test_a::*', reason: \"{reason}\"}}\n")
+    screen = first_screen(build([comparison]), tmp_path, capsys, monkeypatch)
+    [entry] = [line for line in screen.splitlines() if " × " in line]
+    assert entry.rstrip().endswith("…") and len(entry) <= 120
+
+
+def test_the_shipped_known_regressions_file_is_named_as_in_the_repository():
+    shipped = HARNESS_ROOT / "harness" / "configure" / "data" / "known_regressions.yaml"
+    assert in_repository(f"{shipped}:18") == "harness/configure/data/known_regressions.yaml:18"
+    assert in_repository("/elsewhere/known.yaml:3") == "/elsewhere/known.yaml:3"
 
 
 def test_the_screen_is_text_without_markdown_markup(tmp_path, capsys, monkeypatch):
     screen = first_screen(report(tmp_path, runs=1), tmp_path, capsys, monkeypatch)
     assert "**" not in screen and "`" not in screen and "|---" not in screen and "## " not in screen
-    assert "Valid comparison." in screen and "reports written to " in screen
+    assert "reports written to " in screen
     table = next(line for line in screen.splitlines() if "Module" in line)
     assert "Baseline P/F/E/S/XF" in table and "|" not in table  # a drawn table, not Markdown's pipes
     written = (tmp_path / "reports" / "report.md").read_text(encoding="utf-8")
     assert "Regressions: **0** (+3 known)" in written and "| Module | Baseline P/F/E/S/XF |" in written
+
+
+def test_a_clean_run_with_coverage_fits_one_screen_and_names_the_subpackages_compiled_most(tmp_path, capsys, monkeypatch):
+    comparison = with_known(candidate(), tmp_path, KNOWN)
+    defined = {f"sub{i}": 100 + i for i in range(20)}
+    compiled = {f"sub{i}": tuple(f"torch.sub{i}.m:f:{j}" for j in range(i)) for i in range(20)}
+    coverage = Coverage("2.14.1", defined, compiled, (), (), 1, ("r",))
+    screen = first_screen(build([comparison], coverage=[CoverageSide(comparison.candidate, coverage)]),
+                          tmp_path, capsys, monkeypatch)
+    assert len(screen.splitlines()) <= 30, screen
+    flat = " ".join(screen.split())
+    assert "Most in: sub19 19 of 119, sub18 18 of 118, sub17 17 of 117, sub16 16 of 116." in flat
+    assert "sub15" not in flat and "Every subpackage (20): report.md" in flat
+    assert "| sub15 |" in (tmp_path / "reports" / "report.md").read_text(encoding="utf-8")  # the full table stays there
+
+
+def test_diff_into_a_pipe_lays_out_the_screen_and_json_stays_data(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("FORCE_COLOR", raising=False)
+    deliver(report(tmp_path, runs=1), ["md"], None)  # capsys: standard output is no terminal
+    piped = capsys.readouterr().out
+    assert piped.startswith("Valid comparison") and "**" not in piped and "|---" not in piped
+    deliver(report(tmp_path, runs=1), ["json"], None)
+    assert json.loads(capsys.readouterr().out)["valid"] is True
 
 
 def test_the_history_line_needs_two_runs_to_compare(tmp_path, capsys, monkeypatch):
@@ -64,3 +109,8 @@ def test_the_history_line_needs_two_runs_to_compare(tmp_path, capsys, monkeypatc
 def test_the_html_page_draws_a_trend_only_with_two_runs_to_compare(tmp_path):
     assert 'class="chart trend"' not in render(report(tmp_path, runs=1))
     assert 'class="chart trend"' in render(report(tmp_path, runs=2))
+
+
+def test_a_failure_message_that_looks_like_a_tag_stays_on_the_screen(tmp_path, capsys, monkeypatch):
+    screen = first_screen(build([candidate()]), tmp_path, capsys, monkeypatch)
+    assert "TypeError: <script>alert(1)</script>" in screen  # rich would drop it as inline HTML

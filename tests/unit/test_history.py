@@ -7,6 +7,7 @@ import math
 import pytest
 
 from harness.cli import main
+from tests.conftest import markdown_report
 from harness.compare.history import history, wilson_lower_bound
 from harness.record.ingest import ingest
 from tests.conftest import FIXTURES, run_fixtures, write_run
@@ -36,7 +37,8 @@ def test_an_injected_flaky_test_shows_its_flip_rate_and_bound(tmp_path, capsys):
     assert [t["test"] for t in series["latest"]["recovered"]] == ["test_flaky::test_half_the_time"]
     assert main(["history", "--results", str(results)]) == 0
     out = capsys.readouterr().out
-    assert "| `test_flaky::test_half_the_time` | F P F P | 3/3 | 1.00 | 0.44 |" in out
+    assert "test_flaky::test_half_the_time F P F P 3/3 1.00 0.44" in " ".join(out.split())  # laid out by rich
+    assert "|" not in out and "`" not in out and "## " not in out  # no Markdown markup in a terminal or a log
     assert all(run.name in out for run in runs)
 
 
@@ -80,10 +82,11 @@ def test_confirm_labels_a_regression_that_is_flaky_in_history_with_its_evidence(
                           started="2026-11-06T00:00:01", threshold=1000)
     assert main(["db", "ingest", str(results), "--results", str(results)]) == 0
     capsys.readouterr()
-    assert main(["diff", str(baseline), str(candidate), "--confirm", "1"]) == 1
-    out = capsys.readouterr().out
+    status, out = markdown_report(["diff", str(baseline), str(candidate), "--confirm", "1"], tmp_path / "reports")
+    assert status == 1
     assert "Regressions: **1**" in out and "flaky: 1" in out and "`test_mod.TestX::test_real`: passed → **failed**" in out
     assert "Failing tests per run (run history), oldest first: 0 → 1 → 0 → 1 → 0 → 2" in out
+    capsys.readouterr()  # the first screen
     assert main(["diff", str(baseline), str(candidate), "--confirm", "1", "--format", "json"]) == 1
     [flaky] = json.loads(capsys.readouterr().out)["flaky"]
     assert flaky["test"] == "test_mod.TestX::test_flaky"

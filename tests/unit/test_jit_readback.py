@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
+from tests.conftest import markdown_report
 from harness.compare.sweep import column_label
 from harness.compare.validity import problems
 from harness.record.model import FileRecord, RunRecord, TestResult
@@ -92,8 +93,8 @@ def test_a_sweep_column_is_labelled_by_the_read_back_threshold(tmp_path, capsys)
     record = json.loads(record_path.read_text())
     record["files"][0]["jit"]["threshold"] = 100  # CinderX ran at 100 although 1000 was asked
     record_path.write_text(json.dumps(record))
-    assert main(["diff", str(stock), str(at_1), str(at_1000)]) == 2
-    out = capsys.readouterr().out
+    status, out = markdown_report(["diff", str(stock), str(at_1), str(at_1000)], tmp_path / "reports")
+    assert status == 2
     assert "| Module | Baseline P/F/E/S/XF | threshold 1 | threshold 100 (requested 1000) (INVALID) |" in out
     assert "candidate: test_ops.py: CinderX reported threshold 100 at the end (requested 1000)" in out
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
+from tests.conftest import markdown_report
 from harness.compare.identity import index
 from harness.record.ci_reports import Artifact, describe
 from harness.record.database import opened
@@ -31,7 +32,7 @@ def diff_json(baseline: Path, candidate: Path, capsys) -> tuple[int, dict]:
     return status, json.loads(capsys.readouterr().out)
 
 
-def test_pytorch_ci_reports_reruns_are_flaky_and_the_folders_name_the_side(capsys):
+def test_pytorch_ci_reports_reruns_are_flaky_and_the_folders_name_the_side(capsys, tmp_path):
     status, report = diff_json(SAMPLE / "baseline", SAMPLE / "candidate", capsys)
     assert status == 1
     assert [r["test"] for r in report["regressions"]] == ["test_ops.TestCommonCPU::test_mul_cpu_float32"]
@@ -42,9 +43,10 @@ def test_pytorch_ci_reports_reruns_are_flaky_and_the_folders_name_the_side(capsy
     assert "failed: RuntimeError: sample failure in a fresh process" in flaky["test_nn.TestNN::test_conv2d"]
     assert any("candidate: tests reported more than once (in different suites or files): 1;" in note
                and note.endswith("test_nn.TestNN::test_conv2d") for note in report["notes"])
-    assert main(["diff", str(SAMPLE / "baseline"), str(SAMPLE / "candidate")]) == 1
+    status, markdown = markdown_report(["diff", str(SAMPLE / "baseline"), str(SAMPLE / "candidate")], tmp_path / "reports")
+    assert status == 1
     assert ("## default shards 1/2, 2/2 (linux.2xlarge, jobs 8001, 8002) vs default shards 1/2, 2/2 "
-            "(linux.2xlarge, jobs 7001, 7002)") in capsys.readouterr().out
+            "(linux.2xlarge, jobs 7001, 7002)") in markdown
 
 
 def test_rerun_elements_are_failed_attempts_and_a_test_that_never_passed_keeps_them():

@@ -5,6 +5,7 @@ import json
 import pytest
 
 from harness.cli import main
+from tests.conftest import markdown_report
 from tests.unit.test_verdicts_identity import make_run
 
 pytestmark = pytest.mark.unit
@@ -40,8 +41,9 @@ def test_a_known_regression_is_listed_apart_and_exits_zero(tmp_path, capsys):
     assert (known["known"]["reason"], known["known"]["link"]) == ("the JIT miscompiles add", "https://example.org/bug/1")
     assert known["known"]["entry"] == f"{tmp_path / 'known.yaml'}:3" and known["replay"] is not None
     assert report["modules"][0]["regressions"] == 0 and report["modules"][0]["known_regressions"] == 1
-    assert main(["diff", str(stock), str(jit), "--known-regressions", str(tmp_path / "known.yaml")]) == 0
-    markdown = capsys.readouterr().out
+    status, markdown = markdown_report(["diff", str(stock), str(jit), "--known-regressions", str(tmp_path / "known.yaml")],
+                                       tmp_path / "reports")
+    assert status == 0
     assert "Regressions: **0** (+1 known)" in markdown and "Known regressions: 1, from " in markdown
     assert "- 1 × the JIT miscompiles add (https://example.org/bug/1) · `" in markdown
 
@@ -62,8 +64,9 @@ def test_a_known_regression_that_passes_is_reported_as_fixed(tmp_path, capsys):
     assert report["known_fixed"] == [{"test": "test_ops.TestX::test_add", "module": "test_ops",
                                       "reason": "the JIT miscompiles add", "link": "https://example.org/bug/1",
                                       "known_as": "test_ops.TestX::test_add", "entry": f"{tmp_path / 'known.yaml'}:3"}]
-    main(["diff", str(stock), str(jit), "--known-regressions", str(tmp_path / "known.yaml")])
-    assert "known, now fixed: 1 (remove their entries)" in capsys.readouterr().out
+    _, markdown = markdown_report(["diff", str(stock), str(jit), "--known-regressions", str(tmp_path / "known.yaml")],
+                                  tmp_path / "reports")
+    assert "known, now fixed: 1 (remove their entries)" in markdown
 
 
 def test_patterns_and_thresholds_choose_what_is_known(tmp_path, capsys):

@@ -10,6 +10,7 @@ from xml.etree import ElementTree
 from junitparser import JUnitXml, TestCase, TestSuite
 
 from harness.cli import main
+from tests.conftest import markdown_report
 from harness.compare.diff import compare
 from harness.compare.identity import index
 from harness.record.junit import RERUN_ATTEMPT, read_results
@@ -111,8 +112,8 @@ def test_shards_given_as_run_directories_or_a_folder_make_one_side(tmp_path, cap
     cand = [make_run(tmp_path / "c", "cinderx-jit", 1000, {"test_one": passing}, shard="1/2"),
             make_run(tmp_path / "c", "cinderx-jit", 1000, {"test_two": {"test_a": "failed"}}, shard="2/2")]
     for sides in ([*base, *cand], [tmp_path / "b", tmp_path / "c"]):
-        assert main(["diff", *map(str, sides)]) == 1
-        out = capsys.readouterr().out
+        status, out = markdown_report(["diff", *map(str, sides)], tmp_path / "reports")
+        assert status == 1
         assert "## cinderx-jit (threshold 1000) [2 shards] vs stock [2 shards] (tier p1)" in out
         assert "| test_two | 2/0/0/0/0 | 0/1/0/0/0 | 5 | **1** |" in out
         assert "· missing: 1 ·" in out  # the short Markdown counts them; the JSON and HTML reports list them

@@ -5,6 +5,7 @@ import json
 from junitparser import JUnitXml
 
 from harness.cli import main
+from tests.conftest import markdown_report
 from harness.record.junit import read_results
 from tests.unit.test_verdicts_identity import make_run
 
@@ -26,8 +27,8 @@ def sweep_runs(root):
 
 def test_several_thresholds_get_a_sweep_table_one_column_each(tmp_path, capsys):
     stock, at_1000, at_100, at_1 = sweep_runs(tmp_path / "results")
-    assert main(["diff", str(stock), str(at_1), str(at_100), str(at_1000)]) == 1
-    out = capsys.readouterr().out
+    status, out = markdown_report(["diff", str(stock), str(at_1), str(at_100), str(at_1000)], tmp_path / "reports")
+    assert status == 1
     assert "## Threshold sweep: cinderx-jit vs stock (tier p1)" in out
     assert "| Module | Baseline P/F/E/S/XF | threshold 1 | threshold 100 | threshold 1000 |" in out
     assert ("| test_ops | 2/0/0/0/0 | 1/0/0/0/0 (+1 crashed) · 7,800 · **1** | 2/0/0/0/0 · 2,400 · 0 | "
@@ -45,8 +46,8 @@ def test_diff_latest_sweeps_the_thresholds_found_under_the_results_root(tmp_path
 
 def test_one_candidate_gets_no_sweep(tmp_path, capsys):
     stock, at_1000, _, _ = sweep_runs(tmp_path / "results")
-    assert main(["diff", str(stock), str(at_1000)]) == 0
-    out = capsys.readouterr().out
+    status, out = markdown_report(["diff", str(stock), str(at_1000)], tmp_path / "reports")
+    assert status == 0
     assert "Threshold sweep" not in out and out.count(HEADER) == 1
     assert out.startswith("## cinderx-jit (threshold 1000) vs stock (tier p1)\n")
 
