@@ -1,4 +1,4 @@
-"""History as Markdown: per series, the trend of its runs, what changed in the newest run (new
+"""History as Markdown, laid out as text for a terminal or a log (`harness history`): per series, the trend of its runs, what changed in the newest run (new
 failures with the run they fail since, recovered tests, persistent failures, slower tests) and the
 flaky list with each test's flip rate and its Wilson lower bound."""
 
@@ -62,14 +62,17 @@ def _timelines(title: str, timelines: tuple[Timeline, ...], what: str, when: Cal
                ) -> list[str]:
     return _table(title, ["Test", "Timeline", what.capitalize(), "Message"],
                   [[f"`{t.test}`", timeline(t), f"`{when(t)}`" if when(t) else "—",
-                    (t.message.strip().splitlines() or [""])[0][:120].replace("|", "\\|")] for t in timelines])
+                    (t.message.strip().splitlines() or [""])[0][:120].replace("<", "\\<")] for t in timelines])
 
 
 def _table(title: str, header: list[str], rows: list[list[str]]) -> list[str]:
+    """One item per test, its figures named after it: a test id is too long to share a terminal's
+    width with a timeline and a message in table columns (rich would cut it short)."""
     if not rows:
         return []
-    lines = ["", f"### {title} ({len(rows)})", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(row) + " |" for row in rows[:LISTED]]
+    lines = ["", f"### {title} ({len(rows)})", ""]
+    lines += [f"- {row[0]}: " + " · ".join(f"{name.lower()} {value}" for name, value in zip(header[1:], row[1:]) if value)
+              for row in rows[:LISTED]]
     if len(rows) > LISTED:
         lines.append(f"\n… and {len(rows) - LISTED} more (`python -m harness history --format json`)")
     return lines

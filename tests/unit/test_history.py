@@ -37,7 +37,8 @@ def test_an_injected_flaky_test_shows_its_flip_rate_and_bound(tmp_path, capsys):
     assert [t["test"] for t in series["latest"]["recovered"]] == ["test_flaky::test_half_the_time"]
     assert main(["history", "--results", str(results)]) == 0
     out = capsys.readouterr().out
-    assert "test_flaky::test_half_the_time F P F P 3/3 1.00 0.44" in " ".join(out.split())  # laid out by rich
+    assert ("test_flaky::test_half_the_time: timeline F P F P · flips 3/3 · flip rate 1.00 · lower bound 0.44"
+            in " ".join(out.split()))  # laid out by rich, one item per test: the id is never cut short
     assert "|" not in out and "`" not in out and "## " not in out  # no Markdown markup in a terminal or a log
     assert all(run.name in out for run in runs)
 
