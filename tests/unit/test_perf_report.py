@@ -128,10 +128,11 @@ def test_two_candidates_give_one_column_each_in_the_order_given(tmp_path):
     base = suite_file(tmp_path / "stock.json")
     t1000 = suite_file(tmp_path / "t1000.json", factor=0.9, jit="on", compiled=30, threshold=1000)
     t1 = suite_file(tmp_path / "t1.json", factor=0.6, jit="on", compiled=300, threshold=1)
-    done = harness("perf", "diff", base, t1000, t1)
+    done = harness("perf", "diff", base, t1000, t1, "--out", tmp_path / "reports")
     assert done.returncode == 0, done.stderr
-    assert "| Benchmark | stock | t1000 | t1 |" in done.stdout
-    row = next(line for line in done.stdout.splitlines() if line.startswith("| optimizer_step | 1 ms"))
+    markdown = (tmp_path / "reports" / "perf-report.md").read_text(encoding="utf-8")  # standard output is laid out
+    assert "| Benchmark | stock | t1000 | t1 |" in markdown
+    row = next(line for line in markdown.splitlines() if line.startswith("| optimizer_step | 1 ms"))
     assert row.count("faster") == 2 and "**1.11x**" in row and "**1.67x**" in row
 
 
@@ -229,5 +230,5 @@ def test_a_worker_crash_that_was_run_again_is_shown_as_a_note(tmp_path):
                         started="2026-11-22T01:10:00", failures=("fx_trace, round 2, attempt 1: exit code -11",))
     done = harness("perf", "diff", stock, jit)
     assert done.returncode == 0
-    assert "- note: cinderx-jit (threshold 1000): worker failure, run again: fx_trace, round 2, attempt 1: exit code -11" \
-        in done.stdout
+    assert "• note: cinderx-jit (threshold 1000): worker failure, run again: fx_trace, round 2, attempt 1: exit code -11" \
+        in " ".join(done.stdout.split())  # laid out as text: a bullet, wrapped at 120 columns
