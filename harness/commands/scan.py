@@ -74,6 +74,7 @@ def _scan(args: argparse.Namespace) -> int:
         raise HarnessError("--input-shape and --input-dtype go with --module; built-in models bring their inputs")
     if args.max_cases < 1:
         raise HarnessError(f"--max-cases must be at least 1, not {args.max_cases}")
+    from harness.record.writing import make_folder, write_atomically
     from harness.scan.capture import capture, deterministic_torch
     from harness.scan.emit import Provenance, render, summary_lines
     from harness.scan.normalize import Scan, normalize
@@ -100,8 +101,8 @@ def _scan(args: argparse.Namespace) -> int:
         scan = normalize(calls, args.max_cases)
         if not args.no_verify:
             scan, _ = verify(scan, text_of)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(text_of(scan), encoding="utf-8")
+    make_folder(output.parent)
+    write_atomically(output, text_of(scan))
     for line in summary_lines(scan):
         print(line)
     print(f"wrote {output}")

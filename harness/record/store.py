@@ -27,9 +27,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Protocol, TypeVar
 
-from harness.errors import HarnessError
+from harness.errors import HarnessError, cause
 from harness.protocol import Setting
 from harness.record.model import RunRecord
+from harness.record.writing import write_atomically
 
 RUN_RECORD = "run.json"
 RUN_LOCK = "runner.lock"  # held (flock) by the process running the run's files; holds its pid
@@ -49,7 +50,7 @@ def ensure_folder(path: Path, what: str) -> Path:
         with tempfile.TemporaryFile(dir=path):
             pass
     except OSError as error:
-        raise HarnessError(f"{what} {path}: cannot write there: {error.strerror}") from None
+        raise HarnessError(f"{what} {path}: cannot write there: {cause(error)}") from None
     return path
 
 
@@ -57,14 +58,8 @@ T = TypeVar("T")
 
 
 def write_json_atomically(path: Path, data: object) -> None:
-    """Replace a JSON record atomically: an interrupt never leaves half a record."""
-    partial = path.with_suffix(".json.partial")
-    try:
-        partial.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-        partial.replace(path)
-    except OSError as error:
-        partial.unlink(missing_ok=True)
-        raise HarnessError(f"{path}: cannot write: {error.strerror}") from None
+    """Replace a JSON record atomically: an interrupt or a full disk never leaves half a record."""
+    write_atomically(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
 
 
 def read_json_record(path: Path, build: Callable[[dict], T], what: str) -> T:

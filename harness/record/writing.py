@@ -1,0 +1,45 @@
+"""How the harness writes a file: beside its place, then renamed over it.
+
+A full disk, a kill or a read-only folder therefore never leaves half a file, and never damages the
+file written before (a run record, a report, a JIT list keeps its last complete content). A write
+the machine refuses is one line naming the file and the cause (harness/errors.py: `write_error`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+from harness.errors import write_error
+
+
+def partial_path(path: Path) -> Path:
+    """Where a file is written before it takes its name (`NAME.partial`, beside it)."""
+    return path.with_name(f"{path.name}.partial")
+
+
+def replace_with(path: Path, write: Callable[[Path], None]) -> None:
+    """`write(partial)` writes the whole file; it then replaces `path` at once. On failure the
+    partial file is removed and the error names `path` and the cause."""
+    partial = partial_path(path)
+    try:
+        write(partial)
+        os.replace(partial, path)
+    except OSError as error:
+        partial.unlink(missing_ok=True)
+        raise write_error(path, error) from None
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Replace the text file `path` with `text`, all of it or none of it."""
+    replace_with(path, lambda partial: partial.write_text(text, encoding="utf-8"))
+
+
+def make_folder(path: Path) -> Path:
+    """A folder to write into, with its parents; a refusal names the folder and the cause."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise write_error(path, error) from None
+    return path
