@@ -35,13 +35,12 @@ from pathlib import Path
 
 from harness.errors import MACHINE_ERRNOS, HarnessError, disk_full, write_error
 from harness.protocol import BAD_OUTCOMES, Setting
-from harness.record.writing import make_folder
+from harness.record.writing import make_folder, nearly_full
 
 DATABASE_NAME = "harness.db"  # in the results root, beside the run directories
 APPLICATION_ID = 0x48524E53  # "HRNS" in SQLite's header: this file is the harness's
 BUSY_TIMEOUT = 300.0  # seconds a writer waits for another one (an ingest holds the lock for seconds)
 REBUILD = "python -m harness db rebuild rebuilds it from the run directories"
-NEARLY_FULL = 1 << 20  # bytes free under which an I/O error of a write is put down to a full disk
 
 # The results that count against a test (harness.protocol.BAD_OUTCOMES), as SQL: the partial index
 # results_failing holds them, and a query answers from it when its WHERE has this very term.
@@ -167,13 +166,7 @@ def _out_of_space(error: sqlite3.Error, path: Path) -> bool:
     name = getattr(error, "sqlite_errorname", "")
     if name == "SQLITE_FULL":
         return True
-    if not name.startswith("SQLITE_IOERR"):
-        return False
-    try:
-        disk = os.statvfs(path.parent if path.parent.is_dir() else Path.cwd())
-    except OSError:
-        return False
-    return disk.f_bavail * disk.f_frsize < NEARLY_FULL
+    return name.startswith("SQLITE_IOERR") and nearly_full(path.parent)
 
 
 def connect(path: Path, *, create: bool = True, scratch: bool = False) -> sqlite3.Connection:

@@ -36,6 +36,22 @@ def write_atomically(path: Path, text: str) -> None:
     replace_with(path, lambda partial: partial.write_text(text, encoding="utf-8"))
 
 
+NEARLY_FULL = 1 << 20  # bytes free under which a failed write is put down to a full disk
+
+
+def nearly_full(path: Path) -> bool:
+    """Whether the disk holding `path` (or its nearest existing folder) has all but run out of space:
+    how a failure that does not say why (SQLite's "disk I/O error", a writer's own message) is
+    recognised as a full disk."""
+    for folder in (path, *path.parents):
+        try:
+            disk = os.statvfs(folder)
+        except OSError:
+            continue
+        return disk.f_bavail * disk.f_frsize < NEARLY_FULL
+    return False
+
+
 def make_folder(path: Path) -> Path:
     """A folder to write into, with its parents; a refusal names the folder and the cause."""
     try:

@@ -30,6 +30,7 @@ from harness.record.fingerprint import PER_RUN_FOLDERS, describe_interpreter, en
 from harness.record.ingest import ingest_finished
 from harness.record.model import FileRecord, RunRecord, Sharding
 from harness.record.store import RunDirectory, new_run_directory
+from harness.record.writing import nearly_full
 from harness.run import processes
 from harness.run.coverage import record_coverage
 from harness.run.filerun import LIVE, POLL_SECONDS, FileContext, run_file
@@ -291,7 +292,8 @@ def _run_files(context: FileContext, record: Future[RunRecord], pending: dict[st
         stop()
         if not context.run.record_path.exists():
             raise stopped from None
-        remedy = stopped.remedy if isinstance(stopped, WriteError) else "fix the cause"
+        remedy = stopped.remedy if isinstance(stopped, WriteError) \
+            else "free space" if nearly_full(context.run.root) else "fix the cause"
         raise HarnessError(f"run stopped: {stopped}; {_files(recorded)} results are kept in {context.run.root}: "
                            f"{remedy}, then continue with: {resume_command(context.run.root)}") from None
     except BaseException:
