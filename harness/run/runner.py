@@ -15,7 +15,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -245,19 +245,16 @@ def _run_files(context: FileContext, record: Future[RunRecord], pending: dict[st
         context.run.write_record(replace(base, files=(*base.files, *files), **changes))
         recorded = len(base.files) + len(files)
 
-    def stop() -> bool:
-        """End every process of the run; mark the record interrupted (False: it could not be
-        written, and the record on disk, as of the last file, stands: it resumes the same)."""
+    def stop() -> None:
+        """End every process of the run and mark its record interrupted. A record the disk refuses
+        stays as of the last file (status running), and resumes the same."""
         LIVE.stop()  # kills the test processes; their files stay unfinished, to resume
         pool.shutdown(wait=True, cancel_futures=True)
         processes.kill(processes.marked(processes.marks(context.run.root)))  # and what their tests started
         if not record.done() or record.exception() is not None:
-            return False  # no record was written: nothing to resume (execute removes the directory)
-        try:
+            return  # no record was written: nothing to resume (execute removes the directory)
+        with suppress(HarnessError):
             write(status="interrupted", finished=_now())
-        except HarnessError:
-            return False
-        return True
 
     try:
         with progress, _sigterm_as_interrupt():
@@ -288,8 +285,8 @@ def _run_files(context: FileContext, record: Future[RunRecord], pending: dict[st
                           f"continue with: {resume_command(context.run.root)}")
         raise
     except (HarnessError, OSError) as error:
-        stopped = _machine_error(error)
         stop()
+        stopped = _machine_error(error, context.run.root)
         if not context.run.record_path.exists():
             raise stopped from None
         remedy = stopped.remedy if isinstance(stopped, WriteError) \
@@ -301,14 +298,14 @@ def _run_files(context: FileContext, record: Future[RunRecord], pending: dict[st
         raise
 
 
-def _machine_error(error: HarnessError | OSError) -> HarnessError:
+def _machine_error(error: HarnessError | OSError, run_root: Path) -> HarnessError:
     """What stopped a run, as one line: a write the machine refused is named by the one rule
     (harness/errors.py); an OSError that is no refusal of the machine is a bug, raised as it is."""
     if isinstance(error, HarnessError):
         return error
     if error.errno not in WRITE_ERRNOS:
         raise error
-    return write_error(error.filename or "a file of the run", error)
+    return write_error(error.filename or run_root, error)  # a write to an open file names none
 
 
 def _files(count: int) -> str:
