@@ -49,8 +49,9 @@ def cause(error: OSError) -> str:
 
 def write_error(path: str | os.PathLike[str], error: OSError) -> WriteError:
     """`PATH: cannot write: the disk is full`, and what frees the way: the message of every failed
-    write of the harness (run records, JUnit, reports, JIT lists, coverage, the database)."""
-    told, remedy = _VANISHED if error.errno == errno.ENOENT else _CAUSES.get(error.errno or 0, (cause(error), "fix the cause"))
+    write of the harness (run records, reports, JIT lists, coverage, the database's folder)."""
+    told, remedy = _VANISHED if error.errno == errno.ENOENT \
+        else _CAUSES.get(error.errno or 0, (cause(error), "fix the cause"))
     return WriteError(f"{os.fspath(path)}: cannot write: {told}", remedy)
 
 

@@ -15,8 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.compare.replay import RERUN_TIMEOUT
-from harness.configure.configurations import threshold_problem
-from harness.protocol import Setting
+from harness.protocol import Setting, threshold_problem
 from harness.record.model import shard_problem
 
 RESULTS_HELP = f"results root (default: ${Setting.RESULTS} or ./results)"

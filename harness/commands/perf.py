@@ -40,7 +40,8 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
 
     run = actions.add_parser("run", help="run the benchmark suite under one configuration with this interpreter")
     run.add_argument("--config", required=True, help="configuration name (see configurations.yaml)")
-    run.add_argument("--threshold", type=threshold_argument, help="JIT compile threshold for this run (JIT configurations)")
+    run.add_argument("--threshold", type=threshold_argument,
+                     help="JIT compile threshold for this run (JIT configurations)")
     run.add_argument("--results", type=path_argument, help=RESULTS_HELP)
     run.add_argument("--python", help="interpreter to benchmark (default: the one running this)")
     run.add_argument("--bench", nargs="+", action="extend", metavar="NAME",

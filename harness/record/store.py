@@ -4,6 +4,7 @@ comparison is made of lives in harness/compare/sides.py).
     results/                                   --results, HARNESS_RESULTS, default ./results
       <config>-<tier>-<YYYYmmddTHHMMSS>/        one run directory per run
         run.json                               the RunRecord (rewritten after every file)
+        run.json.reserve                       space held while the run runs (record/writing.py: Reserve)
         junit/<module>.xml                     one JUnit XML per test file, every test in it
         events/<module>.jsonl                  the plugin's live stream (start/outcome per test)
         logs/<module>.log                      stdout and stderr of the test process(es)
@@ -30,7 +31,7 @@ from typing import Protocol, TypeVar
 from harness.errors import HarnessError, cause
 from harness.protocol import Setting
 from harness.record.model import RunRecord
-from harness.record.writing import write_atomically
+from harness.record.writing import Reserve, write_atomically
 
 RUN_RECORD = "run.json"
 RUN_LOCK = "runner.lock"  # held (flock) by the process running the run's files; holds its pid
@@ -138,6 +139,11 @@ class RunDirectory:
             yield
         finally:
             handle.close()
+
+    @property
+    def reserve(self) -> Reserve:
+        """Space held while the run runs, so that a full disk still lets it be marked interrupted."""
+        return Reserve(self.record_path)
 
     def write_record(self, record: RunRecord) -> None:
         write_json_atomically(self.record_path, record.to_json())

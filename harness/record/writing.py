@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from harness.errors import write_error
@@ -50,6 +51,33 @@ def nearly_full(path: Path) -> bool:
             continue
         return disk.f_bavail * disk.f_frsize < NEARLY_FULL
     return False
+
+
+@dataclass(frozen=True)
+class Reserve:
+    """Disk space held back for the one write a failure needs: a run that stops on a full disk must
+    still mark its record interrupted. A file of allocated blocks beside `file`, a little larger
+    than it, given back just before that last write."""
+
+    file: Path
+    margin: int = 64 * 1024  # the record grows between two writes: a file's entry, the final status
+
+    @property
+    def path(self) -> Path:
+        return self.file.with_name(f"{self.file.name}.reserve")
+
+    def hold(self) -> None:
+        """Hold the size of `file` and the margin (best effort: a disk that is already full holds nothing)."""
+        try:
+            size = self.file.stat().st_size + self.margin
+            with open(self.path, "ab") as handle:
+                if os.fstat(handle.fileno()).st_size < size:
+                    os.posix_fallocate(handle.fileno(), 0, size)
+        except OSError:
+            pass
+
+    def release(self) -> None:
+        self.path.unlink(missing_ok=True)
 
 
 def make_folder(path: Path) -> Path:

@@ -244,6 +244,7 @@ def _run_files(context: FileContext, record: Future[RunRecord], pending: dict[st
         base = record.result()
         context.run.write_record(replace(base, files=(*base.files, *files), **changes))
         recorded = len(base.files) + len(files)
+        context.run.reserve.hold()
 
     def stop() -> None:
         """End every process of the run and mark its record interrupted. A record the disk refuses
@@ -253,8 +254,10 @@ def _run_files(context: FileContext, record: Future[RunRecord], pending: dict[st
         processes.kill(processes.marked(processes.marks(context.run.root)))  # and what their tests started
         if not record.done() or record.exception() is not None:
             return  # no record was written: nothing to resume (execute removes the directory)
+        context.run.reserve.release()  # room for this last record on a full disk
         with suppress(HarnessError):
             write(status="interrupted", finished=_now())
+        context.run.reserve.release()
 
     try:
         with progress, _sigterm_as_interrupt():
@@ -262,6 +265,7 @@ def _run_files(context: FileContext, record: Future[RunRecord], pending: dict[st
                 submit_next()
             progress.announce(sources_line(record.result()))  # raises if the record cannot be made:
             # the test processes are stopped below
+            context.run.reserve.hold()
             if record.result().absent:
                 progress.announce(f"absent: {len(record.result().absent)} files the tier names are not in "
                                   f"{record.result().tests_dir}: {', '.join(record.result().absent)}")
@@ -279,6 +283,7 @@ def _run_files(context: FileContext, record: Future[RunRecord], pending: dict[st
             if covered:
                 progress.announce(covered)
             write(status="complete", finished=_now())
+            context.run.reserve.release()
     except KeyboardInterrupt:
         stop()
         progress.announce(f"interrupted: {len(files)} files recorded in {context.run.root}; "
