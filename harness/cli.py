@@ -13,7 +13,6 @@ with its traceback, to a log file, and the one line printed points at it (exit 4
 from __future__ import annotations
 
 import argparse
-import errno
 import os
 import sys
 import tempfile
@@ -23,7 +22,7 @@ from pathlib import Path
 
 import harness
 from harness.commands import COMMANDS
-from harness.errors import HarnessError
+from harness.errors import MACHINE_ERRNOS, HarnessError, cause
 from harness.exits import ExitStatus
 
 
@@ -42,12 +41,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-# Errors of the machine or of a path given, not of the harness: a full disk, a read-only or forbidden
-# place, a file where a folder belongs (or the reverse).
-_ENVIRONMENT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EISDIR,
-                                  errno.ENOTDIR, errno.EEXIST})
-
-
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
@@ -60,8 +53,8 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - so the interpreter's final flush cannot fail
         return _fail("standard output was closed before everything was written")
     except OSError as error:
-        if error.errno in _ENVIRONMENT_ERRNOS and error.filename:
-            return _fail(f"{error.filename}: {error.strerror}")
+        if error.errno in MACHINE_ERRNOS and error.filename:  # the machine's, or a path given: not the harness's
+            return _fail(f"{error.filename}: {cause(error)}")
         return _internal_error(error)
     except Exception as error:  # noqa: BLE001 - the last resort: exit 4 with the traceback in a log
         return _internal_error(error)

@@ -18,6 +18,11 @@ from enum import StrEnum
 DEFAULT_THRESHOLD = 1000  # calls before the JIT compiles a function, when a configuration names none
 
 
+def threshold_problem(threshold: int) -> str | None:
+    """The one range rule for a JIT threshold, in a data file as on the command line."""
+    return None if threshold >= 0 else f"must be 0 or more, not {threshold}"
+
+
 class Env(StrEnum):
     """Environment variables the runner sets for its test processes."""
 

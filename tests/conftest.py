@@ -8,8 +8,12 @@ without one stops the session at collection, and a `unit` test that starts a pro
 
 from __future__ import annotations
 
+import errno
 import os
+import subprocess
 import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -139,3 +143,54 @@ def markdown_report(argv: list[str], out: Path) -> tuple[int, str]:
 
     status = main([*argv, "--out", str(out)])
     return status, (out / "report.md").read_text(encoding="utf-8")
+
+
+@dataclass(frozen=True)
+class SmallDisk:
+    """A real file system of a chosen size (tmpfs), mounted for one test: what a full disk does to
+    the harness is seen, not imitated."""
+
+    root: Path
+
+    def fill(self) -> Path:
+        """Take every free block, as another program writing beside the results would."""
+        filler = self.root / "filler"
+        try:
+            with open(filler, "ab", buffering=0) as handle:
+                while True:
+                    handle.write(b"\0" * 4096)
+        except OSError as error:
+            assert error.errno == errno.ENOSPC, error
+        return filler
+
+    def free(self) -> None:
+        """What the user does when told the disk is full."""
+        (self.root / "filler").unlink(missing_ok=True)
+
+    def tree(self) -> dict[str, bytes]:
+        """Every file on the disk but the filler, by path: what a failure must not change."""
+        return {str(path.relative_to(self.root)): path.read_bytes() for path in sorted(self.root.rglob("*"))
+                if path.is_file() and path.name != "filler"}
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Callable[[str], SmallDisk]]:
+    """`small_disk("80k")`: a tmpfs of that size, unmounted after the test. Mounting needs root:
+    without it (or without the right to mount, as in some containers) the test is skipped, saying so."""
+    if os.geteuid() != 0:
+        pytest.skip("a full disk is tested on a real tmpfs, and mounting one needs root")
+    mounted: list[Path] = []
+
+    def mount(size: str) -> SmallDisk:
+        point = tmp_path / f"disk{len(mounted)}"
+        point.mkdir()
+        done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size},mode=0755", "tmpfs", str(point)],
+                              capture_output=True, text=True)
+        if done.returncode:
+            pytest.skip(f"cannot mount a tmpfs here (root without the right to mount?): {done.stderr.strip()}")
+        mounted.append(point)
+        return SmallDisk(point)
+
+    yield mount
+    for point in mounted:
+        subprocess.run(["umount", "--lazy", str(point)], check=False)

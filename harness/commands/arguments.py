@@ -1,17 +1,22 @@
 """Argument types shared by every command's parser: the one place a path or a count option is read.
 
-An empty path (`--results ""`, an unset shell variable) means the current directory to `Path`;
-writing a run or a report there by accident is never what was meant, so it is refused (exit 3).
+Every option with a syntax is checked by argparse itself (`type=`), so a bad value is named in one
+line (exit 3) before any file is read or written: `--shard 3/2` is refused before the tests
+directory is searched. An empty path (`--results ""`, an unset shell variable) means the current
+directory to `Path`; writing a run or a report there by accident is never what was meant, so it is
+refused too.
 """
 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from harness.compare.replay import RERUN_TIMEOUT
-from harness.protocol import Setting
+from harness.protocol import Setting, threshold_problem
+from harness.record.model import shard_problem
 
 RESULTS_HELP = f"results root (default: ${Setting.RESULTS} or ./results)"
 
@@ -65,10 +70,40 @@ def add_rerun_options(parser: argparse.ArgumentParser, timeout: str, restart: st
 
 
 def positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive whole number, not {text!r}")
+    return at_least(1)(text)
+
+
+def at_least(minimum: int) -> Callable[[str], int]:
+    """A whole number of at least `minimum` (a count: jobs, reruns, processes)."""
+    def whole(text: str) -> int:
+        value = _whole(text)
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"expected a whole number of at least {minimum}, not {text!r}"
+                                             if minimum > 1 else f"expected a positive whole number, not {text!r}")
+        return value
+    return whole
+
+
+def threshold_argument(text: str) -> int:
+    """`--threshold N`, by the range rule a configuration file's threshold obeys."""
+    value = _whole(text)
+    _refuse(threshold_problem(value))
     return value
+
+
+def shard_argument(text: str) -> str:
+    """`--shard I/N`, by the rule a run record's shard obeys."""
+    _refuse(shard_problem(text))
+    return text
+
+
+def _whole(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, not {text!r}") from None
+
+
+def _refuse(problem: str | None) -> None:
+    if problem:
+        raise argparse.ArgumentTypeError(problem)

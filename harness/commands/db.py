@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from harness.commands.arguments import RESULTS_HELP
+from harness.commands.arguments import RESULTS_HELP, path_argument
 from harness.exits import ExitStatus
 from harness.protocol import Setting
 
@@ -19,15 +19,15 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                                          "the run directories, which stay the source of truth.")
     actions = db.add_subparsers(dest="action", required=True)
     ingest = actions.add_parser("ingest", help="add run directories (or every run directory in a folder)")
-    ingest.add_argument("runs", type=Path, nargs="+", metavar="RUN_DIR")
+    ingest.add_argument("runs", type=path_argument, nargs="+", metavar="RUN_DIR")
     ingest.set_defaults(handler=_ingest)
     rebuild = actions.add_parser("rebuild", help="make the database again from the run directories of the results root")
     rebuild.set_defaults(handler=_rebuild)
     merge = actions.add_parser("merge", help="add every run of other results databases (one per CI job, say)")
-    merge.add_argument("sources", type=Path, nargs="+", metavar="DB")
+    merge.add_argument("sources", type=path_argument, nargs="+", metavar="DB")
     merge.set_defaults(handler=_merge)
     for action in (ingest, rebuild, merge):
-        action.add_argument("--results", type=Path, help=RESULTS_HELP)
+        action.add_argument("--results", type=path_argument, help=RESULTS_HELP)
 
 
 def _target(args: argparse.Namespace) -> Path:

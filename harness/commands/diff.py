@@ -55,13 +55,13 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                               "configuration to the functions to blame (confirms with --probes K unless --confirm "
                               "is given; see `harness culprit`)")
         add_search_options(sub)
-        sub.add_argument("--known-regressions", type=Path, metavar="FILE",
+        sub.add_argument("--known-regressions", type=path_argument, metavar="FILE",
                          help="known regressions that add to (per configuration: replace) the shipped "
                               f"harness/configure/data/known_regressions.yaml (default: ${Setting.KNOWN_REGRESSIONS}); "
                               "they are reported apart and do not count in the exit status")
     history = commands.add_parser("history", help="trends, new failures, recoveries, slower and flaky tests over the "
                                                   "runs in the results database")
-    history.add_argument("--results", type=Path, help=f"{RESULTS_HELP}; ${Setting.DATABASE} names another database")
+    history.add_argument("--results", type=path_argument, help=f"{RESULTS_HELP}; ${Setting.DATABASE} names another database")
     history.add_argument("--last", type=positive, default=WINDOW, metavar="N",
                          help=f"runs of each series to look back over (default: {WINDOW})")
     history.add_argument("--config", help="only this configuration")

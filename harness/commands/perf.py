@@ -13,7 +13,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from harness.commands.arguments import RESULTS_HELP, Comparison, add_comparison_commands, path_argument
+from harness.commands.arguments import (RESULTS_HELP, Comparison, add_comparison_commands, at_least, path_argument,
+                                        positive, threshold_argument)
 from harness.errors import HarnessError
 from harness.perf import benchmarks
 from harness.perf.effort import EFFORTS, Effort
@@ -39,7 +40,8 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
 
     run = actions.add_parser("run", help="run the benchmark suite under one configuration with this interpreter")
     run.add_argument("--config", required=True, help="configuration name (see configurations.yaml)")
-    run.add_argument("--threshold", type=int, help="JIT compile threshold for this run (JIT configurations)")
+    run.add_argument("--threshold", type=threshold_argument,
+                     help="JIT compile threshold for this run (JIT configurations)")
     run.add_argument("--results", type=path_argument, help=RESULTS_HELP)
     run.add_argument("--python", help="interpreter to benchmark (default: the one running this)")
     run.add_argument("--bench", nargs="+", action="extend", metavar="NAME",
@@ -51,11 +53,11 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     run.add_argument("--clock", choices=("cpu", "wall"), default="cpu",
                      help="cpu: the benchmark thread's CPU time (default, robust on a shared machine); wall: elapsed")
     default = EFFORTS["default"]
-    run.add_argument("--processes", type=int, metavar="N",
+    run.add_argument("--processes", type=at_least(2), metavar="N",
                      help=f"worker processes per benchmark (default {default.processes})")
-    run.add_argument("--values", type=int, metavar="N",
+    run.add_argument("--values", type=at_least(2), metavar="N",
                      help=f"measured values per worker process (default {default.values})")
-    run.add_argument("--rounds", type=int, metavar="N",
+    run.add_argument("--rounds", type=positive, metavar="N",
                      help=f"passes through the suite that share the processes out over time "
                           f"(default {default.rounds})")
     run.set_defaults(handler=_run)
@@ -68,9 +70,6 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
 def effort_of(args: argparse.Namespace) -> Effort:
     """--fast / --rigorous / the default, with --processes, --values and --rounds applied."""
     effort = EFFORTS["fast" if args.fast else "rigorous" if args.rigorous else "default"]
-    for name, value in (("--processes", args.processes), ("--values", args.values), ("--rounds", args.rounds)):
-        if value is not None and value < (1 if name == "--rounds" else 2):
-            raise HarnessError(f"{name} must be at least {1 if name == '--rounds' else 2}, not {value}")
     return Effort(processes=args.processes or effort.processes, values=args.values or effort.values,
                   rounds=args.rounds or effort.rounds)
 

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harness.commands.arguments import RESULTS_HELP, path_argument
+from harness.commands.arguments import RESULTS_HELP, path_argument, positive, shard_argument, threshold_argument
 from harness.errors import HarnessError
 from harness.exits import ExitStatus
 from harness.protocol import Setting
@@ -27,7 +27,8 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     run = commands.add_parser("run", help="run one configuration x one tier with this interpreter")
     run.add_argument("--config", help="configuration name (see configurations.yaml)")
     run.add_argument("--tier", help="tier name (see tiers.yaml)")
-    run.add_argument("--threshold", type=int, help="JIT compile threshold for this run (JIT configurations)")
+    run.add_argument("--threshold", type=threshold_argument,
+                     help="JIT compile threshold for this run (JIT configurations)")
     run.add_argument("--tests-dir", type=path_argument, help="a PyTorch checkout's test/ or any folder of test files")
     run.add_argument("--select", nargs="+", action="extend", metavar="FILE_OR_NODEID",
                      help="test files or node ids, relative to the tests directory, instead of the tier's list")
@@ -35,8 +36,9 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                      help="only these stages of the tier (p3: capture, normalize, post-grad, ir, codegen, ...)")
     run.add_argument("--results", type=path_argument, help=RESULTS_HELP)
     run.add_argument("--python", help="interpreter for the test processes (default: the one running this)")
-    run.add_argument("--jobs", type=int, default=1, help="test files run in parallel (default 1)")
-    run.add_argument("--shard", help="I/N: run only shard I of N, the same tests in every configuration")
+    run.add_argument("--jobs", type=positive, default=1, help="test files run in parallel (default 1)")
+    run.add_argument("--shard", type=shard_argument,
+                     help="I/N: run only shard I of N, the same tests in every configuration")
     run.add_argument("--durations", type=path_argument, metavar="RUN_DIR",
                      help="balance shards on this earlier run's test durations (default: the results database's, "
                           "of the baseline configuration with this torch; test counts without any)")
@@ -61,8 +63,6 @@ def _run(args: argparse.Namespace) -> int:
     from harness.record.store import default_results_root, ensure_folder
     from harness.run.runner import RunRequest, default_python, execute
 
-    if args.jobs < 1:
-        raise HarnessError(f"--jobs must be at least 1, not {args.jobs}")
     if args.resume:
         return _resume(args)
     if not args.config or not args.tier:

@@ -11,7 +11,7 @@ import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harness.commands.arguments import path_argument
+from harness.commands.arguments import path_argument, positive
 from harness.errors import HarnessError
 from harness.exits import ExitStatus
 from harness.scan.catalog import CATALOG
@@ -46,7 +46,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     scan.add_argument("--train", action="store_true", help="run in train mode (dropout active)")
     scan.add_argument("--backward", action="store_true", help="also record the backward pass of the loss")
     scan.add_argument("--seed", type=int, default=0, help="seed for weights and inputs (default 0)")
-    scan.add_argument("--max-cases", type=int, default=DEFAULT_MAX_CASES, metavar="N",
+    scan.add_argument("--max-cases", type=positive, default=DEFAULT_MAX_CASES, metavar="N",
                       help=f"at most N cases, every distinct op first (default {DEFAULT_MAX_CASES})")
     scan.add_argument("--output", type=path_argument, metavar="FILE",
                       help=f"where to write the manifest (default {MANIFEST_FOLDER}/NAME.yaml)")
@@ -72,8 +72,7 @@ def _scan(args: argparse.Namespace) -> int:
         return ExitStatus.OK
     if args.model and (args.input_shape or args.input_dtype):
         raise HarnessError("--input-shape and --input-dtype go with --module; built-in models bring their inputs")
-    if args.max_cases < 1:
-        raise HarnessError(f"--max-cases must be at least 1, not {args.max_cases}")
+    from harness.record.writing import make_folder, write_atomically
     from harness.scan.capture import capture, deterministic_torch
     from harness.scan.emit import Provenance, render, summary_lines
     from harness.scan.normalize import Scan, normalize
@@ -100,8 +99,8 @@ def _scan(args: argparse.Namespace) -> int:
         scan = normalize(calls, args.max_cases)
         if not args.no_verify:
             scan, _ = verify(scan, text_of)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(text_of(scan), encoding="utf-8")
+    make_folder(output.parent)
+    write_atomically(output, text_of(scan))
     for line in summary_lines(scan):
         print(line)
     print(f"wrote {output}")

@@ -13,7 +13,7 @@ from pathlib import Path
 from harness.configure import cinderx_variables
 from harness.configure.yamlfile import Section, load_section
 from harness.errors import HarnessError
-from harness.protocol import DEFAULT_THRESHOLD, Activation, JitMode, Request, Setting
+from harness.protocol import DEFAULT_THRESHOLD, Activation, JitMode, Request, Setting, threshold_problem
 
 SHIPPED = Path(__file__).with_name("data") / "configurations.yaml"
 JIT_MODES = {mode.value: mode for mode in JitMode}
@@ -57,11 +57,6 @@ class Configuration:
         if threshold_problem(threshold):
             raise HarnessError(f"--threshold {threshold_problem(threshold)}")
         return replace(self, threshold=threshold)
-
-
-def threshold_problem(threshold: int) -> str | None:
-    """The one range rule for a JIT threshold, in a data file as on the command line."""
-    return None if threshold >= 0 else f"must be 0 or more, not {threshold}"
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.record.store import read_json_record, write_json_atomically
+from harness.record.writing import make_folder
 
 FOLDER = "culprits"
 RECORD = "culprits.json"
@@ -112,5 +113,5 @@ def write_culprit(run: Path, test: str, culprit: Culprit) -> None:
     """Add (or replace) one test's culprit; the others found earlier stay."""
     found = read_culprits(run)
     found[test] = culprit
-    folder(run).mkdir(exist_ok=True)
+    make_folder(folder(run))
     write_json_atomically(folder(run) / RECORD, {key: value.to_json() for key, value in sorted(found.items())})

@@ -33,8 +33,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
-from harness.errors import HarnessError
+from harness.errors import MACHINE_ERRNOS, HarnessError, disk_full, write_error
 from harness.protocol import BAD_OUTCOMES, Setting
+from harness.record.writing import make_folder, nearly_full
 
 DATABASE_NAME = "harness.db"  # in the results root, beside the run directories
 APPLICATION_ID = 0x48524E53  # "HRNS" in SQLite's header: this file is the harness's
@@ -144,12 +145,28 @@ def reported(path: Path) -> Iterator[None]:
     """SQLite's errors on this file as one line naming it (exit status 3), never a traceback."""
     try:
         yield
+    except OSError as error:  # the lock file or the folder beside the database
+        if error.errno not in MACHINE_ERRNOS:
+            raise
+        raise write_error(error.filename or path, error) from None
     except sqlite3.OperationalError as error:
         if "locked" in str(error) or "busy" in str(error):
             raise HarnessError(f"{path}: still locked by another writer after {BUSY_TIMEOUT:.0f} s") from None
+        if _out_of_space(error, path):
+            raise disk_full(path) from None
         raise HarnessError(f"{path}: not a usable results database: {error} ({REBUILD})") from None
     except sqlite3.DatabaseError as error:
         raise HarnessError(f"{path}: not a usable results database: {error} ({REBUILD})") from None
+
+
+def _out_of_space(error: sqlite3.Error, path: Path) -> bool:
+    """SQLite says SQLITE_FULL when a page does not fit; a write the kernel refuses in the write-ahead
+    log or its shared memory reaches it as an I/O error ("disk I/O error"): then the disk is asked.
+    Either way SQLite has rolled the transaction back, and the database is as it was before."""
+    name = getattr(error, "sqlite_errorname", "")
+    if name == "SQLITE_FULL":
+        return True
+    return name.startswith("SQLITE_IOERR") and nearly_full(path.parent)
 
 
 def connect(path: Path, *, create: bool = True, scratch: bool = False) -> sqlite3.Connection:
@@ -161,7 +178,7 @@ def connect(path: Path, *, create: bool = True, scratch: bool = False) -> sqlite
         raise HarnessError(f"{path}: no results database (runs are added as they end; {REBUILD})")
     if path.is_dir():
         raise HarnessError(f"{path}: is a directory, not a results database")
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_folder(path.parent)
     with reported(path), nullcontext() if scratch else _one_opener(path):
         if path.is_file() and path.stat().st_size:
             read_only(path).close()  # look before opening for writing, see read_only
@@ -212,7 +229,8 @@ def writing(connection: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     try:
         yield connection
     except BaseException:
-        connection.execute("ROLLBACK")
+        if connection.in_transaction:  # SQLite has already rolled back after SQLITE_FULL or an I/O error
+            connection.execute("ROLLBACK")
         raise
     connection.execute("COMMIT")
 

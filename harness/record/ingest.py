@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.errors import HarnessError
+from harness.errors import HarnessError, WriteError
 from harness.record import coverage, database
 from harness.record.database import connect, opened, reported, writing
 from harness.record.junit import JUnitFiles
@@ -84,9 +84,20 @@ def run_directories(paths: Iterable[Path]) -> list[Path]:
 
 
 def ingest(target: Path, run_dirs: Iterable[Path]) -> list[Ingested]:
-    """Add run directories to the database at `target` (created if absent)."""
+    """Add run directories to the database at `target` (created if absent). Each run is one
+    transaction: a full disk stops the rest, and the runs stored before it stay."""
+    done: list[Ingested] = []
+    runs = list(run_dirs)
     with opened(target) as connection:
-        return [_ingest_one(connection, target, run_dir) for run_dir in run_dirs]
+        try:
+            for run_dir in runs:
+                done.append(_ingest_one(connection, target, run_dir))
+        except WriteError as error:
+            if len(runs) == 1:
+                raise
+            raise WriteError(f"{error}; {len(done)} of the {len(runs)} runs were stored before it",
+                             error.remedy) from None
+    return done
 
 
 def merge(target: Path, sources: Iterable[Path]) -> list[Ingested]:
@@ -108,13 +119,19 @@ def rebuild(target: Path, results_root: Path, announce: Callable[[str], None] = 
     fresh = target.with_name(target.name + ".rebuild")
     _remove_database(fresh)
     done, skipped = [], []
-    with opened(fresh) as connection:
-        for run_dir in sorted(record.parent for record in results_root.glob(f"*/{RUN_RECORD}")):
-            try:
-                done.append(_ingest_one(connection, fresh, run_dir))
-            except HarnessError as error:
-                skipped.append(str(error))
-                announce(f"left out: {error}")
+    try:
+        with opened(fresh) as connection:
+            for run_dir in sorted(record.parent for record in results_root.glob(f"*/{RUN_RECORD}")):
+                try:
+                    done.append(_ingest_one(connection, fresh, run_dir))
+                except WriteError:
+                    raise  # the new file cannot be finished: no run is to blame
+                except HarnessError as error:
+                    skipped.append(str(error))
+                    announce(f"left out: {error}")
+    except WriteError as error:
+        _remove_database(fresh)
+        raise WriteError(f"{error}; {target} is left as it was", error.remedy) from None
     _remove_database(target)
     fresh.replace(target)
     return done, skipped
@@ -141,7 +158,11 @@ def stored_run(run_dir: Path, record: RunRecord) -> tuple[Path, int] | None:
 def ingest_finished(run_dir: Path, results_root: Path, announce: Callable[[str], None] = print) -> None:
     """What the runner does when a run ends: add it to the results root's database."""
     target = database.database_path(results_root)
-    [done] = ingest(target, [run_dir])
+    try:
+        [done] = ingest(target, [run_dir])
+    except WriteError as error:
+        raise WriteError(f"{error}; the run is kept whole in {run_dir}: {error.remedy}, then add it with: "
+                         f"python -m harness db ingest {run_dir} --results {results_root}", error.remedy) from None
     announce(f"results database: {done.action} in {target}")
 
 

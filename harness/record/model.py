@@ -262,7 +262,13 @@ class RunRecord:
         return record
 
 
-_SHARD = re.compile(r"[1-9][0-9]*/[1-9][0-9]*")
+_SHARD = re.compile(r"([0-9]+)/([0-9]+)")
+
+
+def shard_problem(text: str) -> str | None:
+    """The one rule for a shard, `--shard I/N` as a run record's: what is wrong with `text`, or None."""
+    match = _SHARD.fullmatch(text)
+    return None if match and 1 <= int(match[1]) <= int(match[2]) else f"must be I/N with 1 <= I <= N, not {text!r}"
 
 
 class Shard(NamedTuple):
@@ -282,8 +288,8 @@ def _check_values(record: RunRecord) -> None:
     I/N, a JIT state's compiled count."""
     if not isinstance(record.configuration.get("name"), str):
         raise ValueError(f"configuration.name: expected str, not {record.configuration.get('name')!r}")
-    if record.shard is not None and not _SHARD.fullmatch(record.shard):
-        raise ValueError(f"shard: expected I/N, not {record.shard!r}")
+    if record.shard is not None and shard_problem(record.shard):
+        raise ValueError(f"shard: {shard_problem(record.shard)}")
     for index, file in enumerate(record.files):
         compiled = (file.jit or {}).get("compiled", 0)
         if not isinstance(compiled, int) or isinstance(compiled, bool):

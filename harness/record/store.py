@@ -4,6 +4,7 @@ comparison is made of lives in harness/compare/sides.py).
     results/                                   --results, HARNESS_RESULTS, default ./results
       <config>-<tier>-<YYYYmmddTHHMMSS>/        one run directory per run
         run.json                               the RunRecord (rewritten after every file)
+        run.json.reserve                       space held while the run runs (record/writing.py: Reserve)
         junit/<module>.xml                     one JUnit XML per test file, every test in it
         events/<module>.jsonl                  the plugin's live stream (start/outcome per test)
         logs/<module>.log                      stdout and stderr of the test process(es)
@@ -27,9 +28,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Protocol, TypeVar
 
-from harness.errors import HarnessError
+from harness.errors import HarnessError, cause
 from harness.protocol import Setting
 from harness.record.model import RunRecord
+from harness.record.writing import Reserve, write_atomically
 
 RUN_RECORD = "run.json"
 RUN_LOCK = "runner.lock"  # held (flock) by the process running the run's files; holds its pid
@@ -49,7 +51,7 @@ def ensure_folder(path: Path, what: str) -> Path:
         with tempfile.TemporaryFile(dir=path):
             pass
     except OSError as error:
-        raise HarnessError(f"{what} {path}: cannot write there: {error.strerror}") from None
+        raise HarnessError(f"{what} {path}: cannot write there: {cause(error)}") from None
     return path
 
 
@@ -57,14 +59,8 @@ T = TypeVar("T")
 
 
 def write_json_atomically(path: Path, data: object) -> None:
-    """Replace a JSON record atomically: an interrupt never leaves half a record."""
-    partial = path.with_suffix(".json.partial")
-    try:
-        partial.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-        partial.replace(path)
-    except OSError as error:
-        partial.unlink(missing_ok=True)
-        raise HarnessError(f"{path}: cannot write: {error.strerror}") from None
+    """Replace a JSON record atomically: an interrupt or a full disk never leaves half a record."""
+    write_atomically(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
 
 
 def read_json_record(path: Path, build: Callable[[dict], T], what: str) -> T:
@@ -143,6 +139,11 @@ class RunDirectory:
             yield
         finally:
             handle.close()
+
+    @property
+    def reserve(self) -> Reserve:
+        """Space held while the run runs, so that a full disk still lets it be marked interrupted."""
+        return Reserve(self.record_path)
 
     def write_record(self, record: RunRecord) -> None:
         write_json_atomically(self.record_path, record.to_json())

@@ -16,6 +16,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.markdown import Markdown
 
+from harness.record.writing import make_folder, write_atomically
 from harness.report import json_report, markdown, screen
 from harness.report.model import Report
 
@@ -44,9 +45,9 @@ def write_out(rendered: Callable[[str], str], formats: list[str], out: Path | No
     form without OUT, in a terminal, a pipe or a log, or the summary beside the files written) gets
     `first_screen` (else the Markdown) laid out as text (`show`)."""
     if out is not None:
-        out.mkdir(parents=True, exist_ok=True)
-        for fmt in formats:
-            (out / f"{stem}.{fmt}").write_text(rendered(fmt), encoding="utf-8")
+        make_folder(out)
+        for fmt in formats:  # each replaces its file whole: a full disk leaves the earlier report as it was
+            write_atomically(out / f"{stem}.{fmt}", rendered(fmt))
     elif formats != ["md"]:
         for fmt in formats:
             sys.stdout.write(rendered(fmt))

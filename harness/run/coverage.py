@@ -15,7 +15,7 @@ import subprocess
 from pathlib import Path
 
 from harness.configure.provision import cache_root
-from harness.errors import HarnessError
+from harness.errors import HarnessError, WriteError
 from harness.record.coverage import Beyond, Coverage, Definitions, attribute, read_process_file, write
 from harness.record.model import RunRecord
 from harness.record.store import RunDirectory
@@ -88,10 +88,12 @@ def record_coverage(run: RunDirectory, record: RunRecord, env: dict[str, str]) -
     if not torch:
         return "JIT coverage not recorded: the interpreter reported no torch version"
     processes = (content for content in map(read_process_file, run.compiled_files()) if content is not None)
-    try:  # never an error of the run: it would be stopped and its directory removed
+    try:  # a census that fails is no error of the run; a coverage file the disk refuses stops it, to resume
         coverage = attribute(definitions(record.python, env, torch, str(record.versions.get("python"))), processes,
                              torch, run.root.name)
         write(run, coverage)
+    except WriteError:
+        raise
     except HarnessError as error:
         return f"JIT coverage not recorded: {error}"
     total = coverage.total

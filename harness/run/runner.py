@@ -15,7 +15,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -24,12 +24,13 @@ from typing import Any
 import harness
 from harness.configure.configurations import Configuration
 from harness.configure.tiers import HARNESS_ROOT, TORCH_SUITES, Tier
-from harness.errors import HarnessError
+from harness.errors import WRITE_ERRNOS, HarnessError, WriteError, write_error
 from harness.protocol import Env, Setting
 from harness.record.fingerprint import PER_RUN_FOLDERS, describe_interpreter, environment_fingerprint, sources_identity
 from harness.record.ingest import ingest_finished
 from harness.record.model import FileRecord, RunRecord, Sharding
 from harness.record.store import RunDirectory, new_run_directory
+from harness.record.writing import nearly_full
 from harness.run import processes
 from harness.run.coverage import record_coverage
 from harness.run.filerun import LIVE, POLL_SECONDS, FileContext, run_file
@@ -72,7 +73,8 @@ def execute(request: RunRequest, announce: Callable[[str], None] | None = None) 
     The first test processes start at once; the run record, for which the interpreter describes
     itself in a child process and the sources are hashed, is made and written beside them, before
     any file can finish. If it cannot be made, the test processes are stopped and the run
-    directory is removed."""
+    directory, which holds no result yet, is removed. Once it is written, the run directory is
+    never removed: a failure mid-run stops the run, resumable (`_run_files`)."""
     grouped = group_targets(request.targets)
     _check_targets(request.tests_dir, grouped, "--select")
     _require_interpreter(request.python)
@@ -95,7 +97,8 @@ def execute(request: RunRequest, announce: Callable[[str], None] | None = None) 
                 record = background.submit(_first_record, request, run, env, started, list(grouped))
                 _run_files(context, record, {file: grouped[file] for file in order}, request.jobs, announce)
     except HarnessError:
-        shutil.rmtree(run.root, ignore_errors=True)
+        if not run.record_path.exists():
+            shutil.rmtree(run.root, ignore_errors=True)
         raise
     ingest_finished(run.root, request.results_root, announce or print)  # the run is on disk, whatever happens here
     return run.root
@@ -221,8 +224,10 @@ def _refuse_while_alive(run: RunDirectory) -> None:
 def _run_files(context: FileContext, record: Future[RunRecord], pending: dict[str, list[str]], jobs: int,
                announce: Callable[[str], None] | None) -> None:
     """Run files `jobs` at a time; rewrite the record (once it is written) after each; on
-    interrupt, record and stop."""
+    interrupt, or when anything fails mid-run (a full disk, a vanished folder), stop, and leave the
+    run resumable with every finished file kept."""
     files: list[FileRecord] = []
+    recorded = 0  # files the record on disk holds (earlier runs' included)
     progress = RunProgress(len(pending), announce)
     queue = iter(pending.items())
     pool = ThreadPoolExecutor(max_workers=jobs)
@@ -235,8 +240,24 @@ def _run_files(context: FileContext, record: Future[RunRecord], pending: dict[st
             return
 
     def write(**changes: object) -> None:
+        nonlocal recorded
         base = record.result()
         context.run.write_record(replace(base, files=(*base.files, *files), **changes))
+        recorded = len(base.files) + len(files)
+        context.run.reserve.hold()
+
+    def stop() -> None:
+        """End every process of the run and mark its record interrupted. A record the disk refuses
+        stays as of the last file (status running), and resumes the same."""
+        LIVE.stop()  # kills the test processes; their files stay unfinished, to resume
+        pool.shutdown(wait=True, cancel_futures=True)
+        processes.kill(processes.marked(processes.marks(context.run.root)))  # and what their tests started
+        if not record.done() or record.exception() is not None:
+            return  # no record was written: nothing to resume (execute removes the directory)
+        context.run.reserve.release()  # room for this last record on a full disk
+        with suppress(HarnessError):
+            write(status="interrupted", finished=_now())
+        context.run.reserve.release()
 
     try:
         with progress, _sigterm_as_interrupt():
@@ -244,6 +265,7 @@ def _run_files(context: FileContext, record: Future[RunRecord], pending: dict[st
                 submit_next()
             progress.announce(sources_line(record.result()))  # raises if the record cannot be made:
             # the test processes are stopped below
+            context.run.reserve.hold()
             if record.result().absent:
                 progress.announce(f"absent: {len(record.result().absent)} files the tier names are not in "
                                   f"{record.result().tests_dir}: {', '.join(record.result().absent)}")
@@ -256,24 +278,48 @@ def _run_files(context: FileContext, record: Future[RunRecord], pending: dict[st
                     write()
                     progress.file_done(outcome.record)
                     submit_next()
+            pool.shutdown()
+            covered = record_coverage(context.run, record.result(), context.env)
+            if covered:
+                progress.announce(covered)
+            write(status="complete", finished=_now())
+            context.run.reserve.release()
     except KeyboardInterrupt:
-        LIVE.stop()  # kills the test processes; their files stay unfinished, to resume
-        pool.shutdown(wait=True, cancel_futures=True)
-        processes.kill(processes.marked(processes.marks(context.run.root)))  # and what their tests started
-        write(status="interrupted", finished=_now())
+        stop()
         progress.announce(f"interrupted: {len(files)} files recorded in {context.run.root}; "
-                          f"continue with: python -m harness run --resume {context.run.root}")
+                          f"continue with: {resume_command(context.run.root)}")
         raise
-    except HarnessError:
-        LIVE.stop()
-        pool.shutdown(wait=True, cancel_futures=True)
-        processes.kill(processes.marked(processes.marks(context.run.root)))
+    except (HarnessError, OSError) as error:
+        stop()
+        stopped = _machine_error(error, context.run.root)
+        if not context.run.record_path.exists():
+            raise stopped from None
+        remedy = stopped.remedy if isinstance(stopped, WriteError) \
+            else "free space" if nearly_full(context.run.root) else "fix the cause"
+        raise HarnessError(f"run stopped: {stopped}; {_files(recorded)} results are kept in {context.run.root}: "
+                           f"{remedy}, then continue with: {resume_command(context.run.root)}") from None
+    except BaseException:
+        stop()  # a bug of the harness (exit 4): the processes end, and what finished stays
         raise
-    pool.shutdown()
-    covered = record_coverage(context.run, record.result(), context.env)
-    if covered:
-        progress.announce(covered)
-    write(status="complete", finished=_now())
+
+
+def _machine_error(error: HarnessError | OSError, run_root: Path) -> HarnessError:
+    """What stopped a run, as one line: a write the machine refused is named by the one rule
+    (harness/errors.py); an OSError that is no refusal of the machine is a bug, raised as it is."""
+    if isinstance(error, HarnessError):
+        return error
+    if error.errno not in WRITE_ERRNOS:
+        raise error
+    return write_error(error.filename or run_root, error)  # a write to an open file names none
+
+
+def _files(count: int) -> str:
+    return f"{count} file's" if count == 1 else f"{count} files'"
+
+
+def resume_command(run_root: Path) -> str:
+    """The command that continues a run cut short."""
+    return f"python -m harness run --resume {run_root}"
 
 
 def child_environment(config: Configuration, tier_env: Mapping[str, str], cache: Path) -> dict[str, str]:

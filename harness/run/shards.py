@@ -29,7 +29,7 @@ from harness.errors import HarnessError
 from harness.record import durations
 from harness.record.database import database_path, read_only
 from harness.record.durations import NO_HISTORY, History, Sweep
-from harness.record.model import Shard, Sharding
+from harness.record.model import Shard, Sharding, shard_problem
 from harness.run.collect import Collected
 
 SPLIT_ABOVE = 0.5  # of a fair shard: longest-processing-time packs items up to about half a bin closely
@@ -37,10 +37,10 @@ Collector = Callable[[list[str]], Mapping[str, Collected]]
 
 
 def parse_shard(text: str) -> Shard:
-    match = re.fullmatch(r"(\d+)/(\d+)", text)
-    if not match or not 1 <= int(match.group(1)) <= int(match.group(2)):
-        raise HarnessError(f"--shard must be I/N with 1 <= I <= N, not {text!r}")
-    return Shard(int(match.group(1)), int(match.group(2)))
+    problem = shard_problem(text)
+    if problem:
+        raise HarnessError(f"--shard {problem}")
+    return Shard.of(text)
 
 
 @dataclass(frozen=True)

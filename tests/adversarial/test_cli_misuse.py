@@ -77,9 +77,9 @@ def test_select_outside_the_tests_directory_is_refused(how, refused, outside, tm
 
 @pytest.mark.parametrize("options, says", [
     (["--select", ""], "--select '': no file named"),
-    (["--jobs", "0"], "--jobs must be at least 1"),
-    (["--shard", "3/2"], "--shard must be I/N"),
-    (["--config", "cinderx-jit", "--threshold", "-1"], "--threshold must be 0 or more, not -1"),
+    (["--jobs", "0"], "argument --jobs: expected a positive whole number, not '0'"),
+    (["--shard", "3/2"], "argument --shard: must be I/N with 1 <= I <= N, not '3/2'"),
+    (["--config", "cinderx-jit", "--threshold", "-1"], "argument --threshold: must be 0 or more, not -1"),
     (["--tests-dir", ""], "argument --tests-dir: an empty path"),
     (["--no-such-option"], "unrecognized arguments: --no-such-option"),
 ])

@@ -60,8 +60,8 @@ def test_without_a_writable_cache_the_log_goes_to_the_temporary_folder(sides, tm
 
 @pytest.mark.parametrize("error, status, says", [
     (OSError(errno.ENOSPC, "No space left on device", "/results/run.json"), 3,
-     "harness: error: /results/run.json: No space left on device"),
-    (PermissionError(errno.EACCES, "Permission denied", "/results"), 3, "harness: error: /results: Permission denied"),
+     "harness: error: /results/run.json: the disk is full"),
+    (PermissionError(errno.EACCES, "Permission denied", "/results"), 3, "harness: error: /results: permission denied"),
     (OSError(errno.EIO, "Input/output error", "/results/run.json"), 4, "harness: internal error"),
     (BrokenPipeError(errno.EPIPE, "Broken pipe"), 3, "harness: error: standard output was closed"),
 ])

@@ -58,7 +58,8 @@ CORRUPT = {  # id -> (run.json content, the field or reason the line names)
     "a count is text": (changed("files.0.counts.passed", "one"), "files[0].counts.passed: expected int, not str 'one'"),
     "a file without its module": ({**RECORD, "files": [{"file": "test_a.py"}]}, "files[0].module: missing"),
     "compiled count is text": (changed("files.0.jit", {"compiled": "many"}), "files[0].jit.compiled: expected int"),
-    "shard is not I/N": (changed("shard", "1of2"), "shard: expected I/N, not '1of2'"),
+    "shard is not I/N": (changed("shard", "1of2"), "shard: must be I/N with 1 <= I <= N, not '1of2'"),
+    "shard past its count": (changed("shard", "3/2"), "shard: must be I/N with 1 <= I <= N, not '3/2'"),
     "configuration without a name": (changed("configuration", {"jit": "on"}), "configuration.name: expected str"),
     "a boolean for a count": (changed("files.0.counts.passed", True), "expected int, not bool True"),
 }

@@ -106,7 +106,7 @@ def test_bad_shard_and_jobs_are_rejected():
         parse_shard("3/2")
     done = subprocess.run([sys.executable, "-m", "harness", "run", "--config", "stock", "--tier", "p0", "--jobs", "0"],
                           capture_output=True, text=True)
-    assert done.returncode == 3 and "--jobs must be at least 1" in done.stderr
+    assert done.returncode == 3 and "argument --jobs: expected a positive whole number, not '0'" in done.stderr
 
 
 @pytest.mark.unit

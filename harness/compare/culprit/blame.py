@@ -33,6 +33,7 @@ from harness.compare.culprit.probes import Budget, Probe, Prober, ProbeError, Re
 from harness.compare.culprit.search import FlakyProbe, JitList, Verdict, smallest_failing
 from harness.protocol import Outcome
 from harness.record.culprits import Culprit, CulpritFunction, CulpritStatus, jit_list_path
+from harness.record.writing import make_folder
 
 Announce = Callable[[str], None]
 
@@ -178,7 +179,7 @@ def _reproducer(target: Target, found: JitList, prober: Prober) -> tuple[str, Pa
     """The reproducer's command and JIT list (in the run directory), and what was wrong with it
     in fresh processes ("" when it failed every time with the list and passed every time without)."""
     path = jit_list_path(target.run, target.test)
-    path.parent.mkdir(exist_ok=True)
+    make_folder(path.parent)
     cinderx.write_jit_list(path, found)
     empty = prober.folder / "empty.jitlist"
     cinderx.write_jit_list(empty, ())

@@ -31,6 +31,7 @@ from pathlib import Path
 
 from harness.protocol import Env
 from harness.record.coverage import read_process_file
+from harness.record.writing import write_atomically
 from harness.run.jit import JIT_LIST_FILE, LOG_FILE  # processes a test starts log beside it (LOG.<pid>), see own_log
 
 DEBUG = "CINDERX_JIT_DEBUG"
@@ -85,7 +86,7 @@ def settings(log: Path, jit_list: Path | None = None, without_pass: str | None =
 
 
 def write_jit_list(path: Path, functions: Iterable[str]) -> None:
-    path.write_text("".join(f"{name}\n" for name in functions), encoding="utf-8")
+    write_atomically(path, "".join(f"{name}\n" for name in functions))
 
 
 def compiled_folder(log: Path) -> Path:
