@@ -35,7 +35,9 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                      help="only these stages of the tier (p3: capture, normalize, post-grad, ir, codegen, ...)")
     run.add_argument("--results", type=path_argument, help=RESULTS_HELP)
     run.add_argument("--python", help="interpreter for the test processes (default: the one running this)")
-    run.add_argument("--jobs", type=int, default=1, help="test files run in parallel (default 1)")
+    run.add_argument("--jobs", default="1", metavar="N|auto",
+                     help="test files run in parallel (default 1); auto: as many as the cores and memory this run "
+                          "may use hold (cgroup limits included; docs/scaling.md)")
     run.add_argument("--shard", help="I/N: run only shard I of N, the same tests in every configuration")
     run.add_argument("--durations", type=path_argument, metavar="RUN_DIR",
                      help="balance shards on this earlier run's test durations (default: the results database's, "
@@ -61,8 +63,9 @@ def _run(args: argparse.Namespace) -> int:
     from harness.record.store import default_results_root, ensure_folder
     from harness.run.runner import RunRequest, default_python, execute
 
-    if args.jobs < 1:
-        raise HarnessError(f"--jobs must be at least 1, not {args.jobs}")
+    from harness.run.capacity import parse_jobs
+
+    args.jobs = parse_jobs(args.jobs)
     if args.resume:
         return _resume(args)
     if not args.config or not args.tier:
@@ -70,13 +73,14 @@ def _run(args: argparse.Namespace) -> int:
     configuration = load_catalog().get(args.config).with_threshold(args.threshold)
     tier, tests_dir = get_tier(args.tier).selecting(args.stage).located(args.tests_dir)
     tests_dir = tests_dir.resolve()
+    results = ensure_folder((args.results or default_results_root()).resolve(), "results folder")
+    args.jobs = args.jobs or _auto_jobs(results, tier.name)
     python = args.python or default_python()
     targets, entries, narrowed = _selection(args.select, tier, tests_dir, configuration, python) if args.select \
         else (tuple(_tier_files(tier, tests_dir, args.stage)), (), ())
     absent = () if args.select or args.stage else tuple(tier.absent(tests_dir))
     if not targets:
         raise HarnessError(f"tier '{tier.name}' matches no test files under {tests_dir}")
-    results = ensure_folder((args.results or default_results_root()).resolve(), "results folder")
     sharding = None
     if args.shard:
         chosen = _shard(args, configuration, tier, tests_dir, python, targets, entries, narrowed, results)
@@ -90,6 +94,15 @@ def _run(args: argparse.Namespace) -> int:
     )
     print(f"run directory: {execute(request)}")
     return ExitStatus.OK
+
+
+def _auto_jobs(results: Path, tier: str) -> int:
+    """`--jobs auto`: N from the cores and memory this run may use, said in one line."""
+    from harness.run import capacity
+
+    choice = capacity.choose(capacity.limits(), *capacity.process_mb(results, tier))
+    print(choice.line)
+    return choice.jobs
 
 
 def _shard(args: argparse.Namespace, configuration: Configuration, tier: Tier, tests_dir: Path, python: str,
@@ -168,6 +181,7 @@ def _resume(args: argparse.Namespace) -> int:
     tier = get_tier(record.tier).selecting(record.stages)
     if (record.test_sources.get("origin") or {}).get("kind") == "torch" and tier.bundled is not None:
         tier = tier.bundled  # the run ran the suites inside torch: resume them the same way
+    args.jobs = args.jobs or _auto_jobs(Path(args.resume).resolve().parent, record.tier)
     print(f"run directory: {resume(args.resume, configuration, tier, args.jobs)}")
     return ExitStatus.OK
 
