@@ -8,8 +8,11 @@ processing time first), with the workers as the shards. What differs is what a p
 pieces of a split file are forked from the one process that imported and collected the file, so
 the file's start (import, collection: its recorded duration outside its tests) is paid once, by
 the worker that collects it, and every further worker pays a fork (FORK_SECONDS, measured by
-benchmarks/split_cost.py). Where a configuration cannot fork (`forked=False`), every piece pays the
-whole start again, as a shard does.
+benchmarks/split_cost.py) once the collection has ended. Where a configuration cannot fork
+(`forked=False`), every piece pays the whole start again, as a shard does.
+
+benchmarks/scaling.py times these plans against the bound on recorded durations. The runner does
+not split a file within one run yet: it runs whole files, `file_plan` (docs/scaling.md).
 """
 
 from __future__ import annotations
@@ -34,10 +37,6 @@ class Timed:
     makespan: float
     bound: float
 
-    @property
-    def ratio(self) -> float:
-        return self.makespan / self.bound if self.bound else 1.0
-
 
 def plan_run(grouped: Mapping[str, Sequence[str]], history: History, collect: Collector, workers: int,
              *, forked: bool = True, fork_seconds: float = FORK_SECONDS) -> Plan:
@@ -51,8 +50,8 @@ def plan_run(grouped: Mapping[str, Sequence[str]], history: History, collect: Co
 
 
 def file_plan(grouped: Mapping[str, Sequence[str]], history: History, workers: int) -> Plan:
-    """The run as whole files, longest first, each to the worker that frees up first: what a run
-    does when no file is split (the runner before issue 40)."""
+    """The run as whole files, longest first, each to the worker that frees up first: what the
+    runner does (harness/run/schedule.py orders files longest first)."""
     seconds = file_seconds(history)
     return assign([Unit(file, file, seconds.get(file, 0.0)) for file in grouped], {}, workers)
 

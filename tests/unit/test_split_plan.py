@@ -74,3 +74,31 @@ def test_without_history_a_run_is_planned_on_test_counts():
     plan = plan_run(grouped, counted, collect, 4)
     loads = sorted(len(worker) for worker in plan.shards)
     assert sum(loads) == 18 and loads[-1] - loads[0] <= 1
+
+
+def test_the_recorded_tier_costs_are_kept_whole_when_spread_over_tests(monkeypatch):
+    """benchmarks/scaling.py's default input: each module's per-test durations and start add up to
+    the seconds recorded for it, and the longest named tests keep theirs."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    import yaml
+
+    from harness.run.split import file_seconds
+
+    benchmarks = Path(__file__).resolve().parents[2] / "benchmarks"
+    spec = importlib.util.spec_from_file_location("benchmark_scaling", benchmarks / "scaling.py")
+    scaling = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, spec.name, scaling)
+    spec.loader.exec_module(scaling)
+    costs = yaml.safe_load(scaling.MODEL.read_text())
+    sources = {source.label.split(" (")[0]: source.history for source in scaling.modelled(scaling.MODEL)}
+    assert set(sources) == {"breadth, stock", "breadth, cinderx-jit", "p3, stock", "p3, cinderx-jit"}
+    for label, history in sources.items():
+        tier, configuration = label.split(", ")
+        modules = costs[tier]["modules"]
+        assert file_seconds(history) == pytest.approx({f"{m}.py": c[configuration] for m, c in modules.items()})
+        assert len(history.tests) == sum(c["tests"] for c in modules.values())
+    longest = max(sources["breadth, stock"].tests.values())
+    assert longest == 600.0
