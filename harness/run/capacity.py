@@ -99,6 +99,8 @@ def _cgroups(membership: Path) -> dict[str, str]:
     except OSError:
         return found
     for line in lines:
+        if line.count(":") < 2:
+            continue
         _, controllers, path = line.split(":", 2)
         for controller in controllers.split(",") if controllers else [""]:
             found[controller] = path
