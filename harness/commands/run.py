@@ -73,14 +73,14 @@ def _run(args: argparse.Namespace) -> int:
     configuration = load_catalog().get(args.config).with_threshold(args.threshold)
     tier, tests_dir = get_tier(args.tier).selecting(args.stage).located(args.tests_dir)
     tests_dir = tests_dir.resolve()
-    results = ensure_folder((args.results or default_results_root()).resolve(), "results folder")
-    args.jobs = args.jobs or _auto_jobs(results, tier.name)
     python = args.python or default_python()
     targets, entries, narrowed = _selection(args.select, tier, tests_dir, configuration, python) if args.select \
         else (tuple(_tier_files(tier, tests_dir, args.stage)), (), ())
     absent = () if args.select or args.stage else tuple(tier.absent(tests_dir))
     if not targets:
         raise HarnessError(f"tier '{tier.name}' matches no test files under {tests_dir}")
+    results = ensure_folder((args.results or default_results_root()).resolve(), "results folder")
+    args.jobs = args.jobs or _auto_jobs(results, tier.name)
     sharding = None
     if args.shard:
         chosen = _shard(args, configuration, tier, tests_dir, python, targets, entries, narrowed, results)
