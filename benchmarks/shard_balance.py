@@ -45,6 +45,7 @@ from harness.record.database import read_only  # noqa: E402
 from harness.record.durations import NO_HISTORY, History  # noqa: E402
 from harness.run.collect import Collected  # noqa: E402
 from harness.run.shards import Plan, assign, units  # noqa: E402
+from harness.run.split import file_seconds  # noqa: E402
 
 TARGET = 1.15
 
@@ -161,20 +162,11 @@ def _measure_sweep(connection, args: argparse.Namespace) -> None:
     _print_per_module({measured_config: read.truth, **({} if same else {args.config: read.before})})
 
 
-def per_module(history: History) -> dict[str, float]:
-    """Seconds per test file as one whole run: its tests, and its start, import and collection once."""
-    seconds = dict(history.overhead)
-    for nodeid, duration in history.tests.items():
-        file = nodeid.split("::", 1)[0]
-        seconds[file] = seconds.get(file, 0.0) + duration
-    return seconds
-
-
 def _print_per_module(histories: dict[str, History]) -> None:
     """The tier's cost per module and configuration: each test process runs on one core
     (OMP_NUM_THREADS=1), so its seconds, scaled to the time it had a core, are what the module costs
     a core (runs recorded without CPU shares: wall seconds, inflated by the load)."""
-    tables = {name: per_module(history) for name, history in histories.items()}
+    tables = {name: file_seconds(history) for name, history in histories.items()}
     files = sorted(set().union(*tables.values()))
     print(f"\n{'module':<48}" + "".join(f"{name:>14}" for name in tables))
     for file in files:

@@ -73,6 +73,11 @@ def positive(text: str) -> int:
     return at_least(1)(text)
 
 
+def jobs_argument(text: str) -> int | None:
+    """`--jobs N`, or `--jobs auto` (None: the run chooses N from its cores and memory, run/capacity.py)."""
+    return None if text == "auto" else positive(text)
+
+
 def at_least(minimum: int) -> Callable[[str], int]:
     """A whole number of at least `minimum` (a count: jobs, reruns, processes)."""
     def whole(text: str) -> int:

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harness.commands.arguments import RESULTS_HELP, path_argument, positive, shard_argument, threshold_argument
+from harness.commands.arguments import RESULTS_HELP, jobs_argument, path_argument, shard_argument, threshold_argument
 from harness.errors import HarnessError
 from harness.exits import ExitStatus
 from harness.protocol import Setting
@@ -36,7 +36,9 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                      help="only these stages of the tier (p3: capture, normalize, post-grad, ir, codegen, ...)")
     run.add_argument("--results", type=path_argument, help=RESULTS_HELP)
     run.add_argument("--python", help="interpreter for the test processes (default: the one running this)")
-    run.add_argument("--jobs", type=positive, default=1, help="test files run in parallel (default 1)")
+    run.add_argument("--jobs", type=jobs_argument, default=1, metavar="N|auto",
+                     help="test files run in parallel (default 1); auto: as many as the cores and memory this run "
+                          "may use hold (cgroup limits included; docs/scaling.md)")
     run.add_argument("--shard", type=shard_argument,
                      help="I/N: run only shard I of N, the same tests in every configuration")
     run.add_argument("--durations", type=path_argument, metavar="RUN_DIR",
@@ -77,6 +79,7 @@ def _run(args: argparse.Namespace) -> int:
     if not targets:
         raise HarnessError(f"tier '{tier.name}' matches no test files under {tests_dir}")
     results = ensure_folder((args.results or default_results_root()).resolve(), "results folder")
+    args.jobs = args.jobs or _auto_jobs(results, tier.name)
     sharding = None
     if args.shard:
         chosen = _shard(args, configuration, tier, tests_dir, python, targets, entries, narrowed, results)
@@ -90,6 +93,15 @@ def _run(args: argparse.Namespace) -> int:
     )
     print(f"run directory: {execute(request)}")
     return ExitStatus.OK
+
+
+def _auto_jobs(results: Path, tier: str) -> int:
+    """`--jobs auto`: N from the cores and memory this run may use, said in one line."""
+    from harness.run import capacity
+
+    choice = capacity.choose(capacity.limits(), *capacity.process_mb(results, tier))
+    print(choice.line)
+    return choice.jobs
 
 
 def _shard(args: argparse.Namespace, configuration: Configuration, tier: Tier, tests_dir: Path, python: str,
@@ -168,6 +180,7 @@ def _resume(args: argparse.Namespace) -> int:
     tier = get_tier(record.tier).selecting(record.stages)
     if (record.test_sources.get("origin") or {}).get("kind") == "torch" and tier.bundled is not None:
         tier = tier.bundled  # the run ran the suites inside torch: resume them the same way
+    args.jobs = args.jobs or _auto_jobs(Path(args.resume).resolve().parent, record.tier)
     print(f"run directory: {resume(args.resume, configuration, tier, args.jobs)}")
     return ExitStatus.OK
 

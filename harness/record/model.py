@@ -165,6 +165,7 @@ class FileRecord:
     # switch (`applied`, with `collected` and `compiled_before`) and at the end (`finished`)
     cpu_share: float | None = None  # CPU seconds over wall seconds of its tests (in the processes that finished):
     # below 1 where they waited for a core; recorded durations are weighed with it (record/durations.py)
+    peak_mb: float | None = None  # the largest peak RSS of its test processes: what `--jobs auto` sizes runs with
 
     @property
     def compiled(self) -> int:

@@ -187,6 +187,7 @@ class FileSummary:
     internal_error: str | None = None  # pytest broke (INTERNALERROR), and how many tests never ran
     jit_processes: tuple[dict[str, Any], ...] = ()  # per process that switched the JIT: `applied`, `finished` states
     cpu_share: float | None = None  # CPU over wall seconds of the tests, in the processes that finished
+    peak_mb: float | None = None  # the largest peak RSS a finished test process reported
 
 
 def summarize(module: str, file: str, events: list[dict[str, Any]]) -> FileSummary:
@@ -198,6 +199,7 @@ def summarize(module: str, file: str, events: list[dict[str, Any]]) -> FileSumma
     running: str | None = None
     collected = 0
     busy = [0.0, 0.0]  # CPU and wall seconds of the tests of the sessions that finished
+    peaks: list[float] = []
     for event in events:
         kind = event["event"]
         if kind in SESSION_STARTS:
@@ -240,9 +242,12 @@ def summarize(module: str, file: str, events: list[dict[str, Any]]) -> FileSumma
             sessions[-1].update(event["jit"])
             readbacks[-1]["finished"] = event["jit"]
             busy = [total + seconds for total, seconds in zip(busy, _test_seconds(event))]
+            peak = event.get("peak_mb")
+            if isinstance(peak, _NUMBER) and not isinstance(peak, bool) and peak > 0:
+                peaks.append(float(peak))
     return FileSummary(tuple(results.values()), len(sessions) - hosts, _jit_over(sessions), jit_error, contamination,
                        restart, internal_error, tuple(r for r in readbacks if "applied" in r),
-                       round(busy[0] / busy[1], 4) if busy[1] > 0 else None)
+                       round(busy[0] / busy[1], 4) if busy[1] > 0 else None, max(peaks, default=None))
 
 
 def _test_seconds(finish: dict[str, Any]) -> tuple[float, float]:

@@ -186,7 +186,7 @@ def run_file(context: FileContext, file: str, targets: list[str], on_event: Even
         culprit="; ".join(culprits) or None, processes=summary.processes, restart=summary.restart,
         descendants=descendants.as_dict() if descendants else None,
         stream_errors=_stream_errors(stream),
-        jit_processes=summary.jit_processes, cpu_share=summary.cpu_share,
+        jit_processes=summary.jit_processes, cpu_share=summary.cpu_share, peak_mb=summary.peak_mb,
     )
     return FileOutcome(record, summary.results)
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -254,10 +255,16 @@ class HarnessSession:
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         self.recorder.children_ended()
         self.recorder.emit(Event.SESSION_FINISH, exitstatus=int(exitstatus), jit=jit.snapshot().as_dict(),
-                           tests={kind: round(seconds, 3) for kind, seconds in self.recorder.test_seconds.items()})
+                           tests={kind: round(seconds, 3) for kind, seconds in self.recorder.test_seconds.items()},
+                           peak_mb=_peak_mb())
         if self.request.mode == JitMode.ON and os.getpid() == self.recorder.owner:
             compiled.write()
         forkserver.end_rerun_worker(int(exitstatus))
+
+
+def _peak_mb() -> float:
+    """This process's peak resident memory (what `--jobs auto` sizes a run with: harness/run/capacity.py)."""
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
 
 def _cpu_seconds() -> float:

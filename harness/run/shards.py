@@ -86,16 +86,28 @@ def selection_hash(targets: Sequence[str], entries: Sequence[str]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def assign(units: Sequence[Unit], overhead: Mapping[str, float], count: int) -> Plan:
+def assign(units: Sequence[Unit], overhead: Mapping[str, float], count: int,
+           first: Mapping[str, float] | None = None) -> Plan:
     """Longest first, each unit to the shard it leaves lightest (a split file's overhead counted once
-    per shard that runs a piece of it); ties go to the lower shard, so the result is deterministic."""
+    per shard that runs a piece of it); ties go to the lower shard, so the result is deterministic.
+    `first`: split files are collected once, each by one process before any test (its `first`
+    seconds, on the shard then lightest), and every other shard that runs a piece of one is forked
+    from it (harness/run/split.py): it pays `overhead` (the fork), after the collection has ended."""
     shards: list[list[Unit]] = [[] for _ in range(count)]
     loads = [0.0] * count
     present: list[set[str]] = [set() for _ in range(count)]
+    ready: dict[str, float] = {}  # when a forked file's collection ends
+    if first is not None:
+        for file in sorted({unit.file for unit in units if not unit.whole}, key=lambda f: (-first.get(f, 0.0), f)):
+            best = min(range(count), key=lambda index: (loads[index], index))
+            loads[best] = ready[file] = loads[best] + first.get(file, 0.0)
+            present[best].add(file)
     for unit in sorted(units, key=lambda u: (-u.weight, u.name)):
         def cost(index: int, unit: Unit = unit) -> float:
-            extra = 0.0 if unit.whole or unit.file in present[index] else overhead.get(unit.file, 0.0)
-            return unit.weight + extra
+            if unit.whole or unit.file in present[index]:
+                return unit.weight
+            wait = max(ready[unit.file] - loads[index], 0.0) if unit.file in ready else 0.0
+            return unit.weight + wait + overhead.get(unit.file, 0.0)
         best = min(range(count), key=lambda index: (loads[index] + cost(index), index))
         loads[best] += cost(best)
         shards[best].append(unit)
