@@ -14,12 +14,15 @@ import hashlib
 import json
 import shutil
 import subprocess
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.configure.architectures import architecture, interpreter_machine, is_emulated
 from harness.configure.configurations import Configuration
-from harness.configure.provision import cache_lock, cache_root, ensure_python, find_python, provisioned_python
+from harness.configure.provision import (ProvisionError, cache_lock, cache_root, ensure_python, find_python,
+                                         provisioned_python)
 from harness.errors import HarnessError
 
 LAYER_PTH = "_harness_layer.pth"
@@ -37,8 +40,8 @@ def interpreter_for(configuration: Configuration) -> str:
     """The interpreter path a configuration uses; for versions, where provisioning will put it."""
     if configuration.python_is_path:
         return configuration.python
-    found = find_python(configuration.python)
-    return str(found or provisioned_python(configuration.python))
+    found = find_python(configuration.python, configuration.arch)
+    return str(found or provisioned_python(configuration.python, configuration.arch))
 
 
 def ensure_interpreter(configuration: Configuration) -> Path:
@@ -50,7 +53,7 @@ def ensure_interpreter(configuration: Configuration) -> Path:
                                "is not a Python interpreter (it cannot run `-c 'import sys'`)")
         return python
     try:
-        return ensure_python(configuration.python)
+        return ensure_python(configuration.python, configuration.arch)
     except HarnessError as error:
         raise HarnessError(f"{configuration.origin}: configuration '{configuration.name}': 'python': {error}") from None
 
@@ -77,13 +80,52 @@ def ensure_layer(python: Path, requirements: tuple[str, ...]) -> Layer:
         shutil.rmtree(root, ignore_errors=True)
         subprocess.run([str(python), "-m", "venv", str(root)], check=True)
         install = subprocess.run([str(root / "bin" / "python"), "-m", "pip", "install", "--quiet",
-                                  "--disable-pip-version-check", *requirements])
+                                  "--disable-pip-version-check", *wheel_sources(python, requirements), *requirements])
         if install.returncode != 0:
             raise HarnessError(f"pip could not install the shared layer ({' '.join(requirements)}) into {root}")
         seconds = round(time.monotonic() - began, 1)
         complete.write_text(json.dumps({"requirements": list(requirements), "python": str(python),
                                         "version": version, "built_seconds": seconds}, indent=2) + "\n")
         return Layer(root, _site_packages(root), requirements, seconds)
+
+
+def wheel_sources(python: Path, requirements: tuple[str, ...]) -> list[str]:
+    """pip options that install `requirements` into an emulated interpreter from wheels downloaded
+    natively (an emulated pip resolves torch and its 2.5 GB of nvidia-* wheels 30 to 75 times slower);
+    none for a native interpreter."""
+    machine = interpreter_machine(python)
+    if not is_emulated(machine):
+        return []
+    return ["--find-links", str(ensure_wheelhouse(machine, python, requirements))]
+
+
+def ensure_wheelhouse(machine: str, python: Path, requirements: tuple[str, ...]) -> Path:
+    """The wheels of `requirements` for `machine` and this interpreter's version, downloaded once by this
+    host's pip into the cache (a lock and a completion marker, as for the layer)."""
+    arch = architecture(machine)
+    version = _run_text([str(python), "-c", "import sys; print(f'{sys.version_info[0]}{sys.version_info[1]}')"])
+    key = hashlib.sha256(json.dumps([machine, version, sorted(requirements)]).encode()).hexdigest()[:12]
+    folder = cache_root() / "wheelhouses" / f"{machine}-cp{version}-{key}"
+    complete = folder / "wheelhouse.json"
+    with cache_lock(folder.with_suffix(".lock")):
+        if complete.is_file():
+            return folder
+        platforms = [option for tag in arch.wheel_platforms for option in ("--platform", tag)]
+        download = subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check",
+                                   "--only-binary=:all:", "--python-version", version, "--implementation", "cp",
+                                   "--abi", f"cp{version}", *platforms, "-d", str(folder), *requirements],
+                                  capture_output=True, text=True)
+        if download.returncode != 0:
+            raise ProvisionError(f"no {machine} wheel for cp{version}: {_pip_complaint(download.stderr)}")
+        complete.write_text(json.dumps({"machine": machine, "python": version, "requirements": list(requirements)},
+                                       indent=2) + "\n")
+    return folder
+
+
+def _pip_complaint(stderr: str) -> str:
+    """pip's one line that names what it could not find (`ERROR: No matching distribution found for X`)."""
+    errors = [line.removeprefix("ERROR: ") for line in stderr.splitlines() if line.startswith("ERROR:")]
+    return (errors or stderr.strip().splitlines() or ["pip download failed"])[-1]
 
 
 def attach_layer(venv: Path, layer: Layer) -> None:
