@@ -126,7 +126,7 @@ def wheel_sources(python: Path, requirements: tuple[str, ...]) -> list[str]:
     natively (an emulated pip resolves torch and its 2.5 GB of nvidia-* wheels 30 to 75 times slower);
     none for a native interpreter."""
     machine = interpreter_machine(python)
-    if not is_emulated(machine):
+    if not requirements or not is_emulated(machine):
         return []
     return ["--find-links", str(ensure_wheelhouse(machine, python, requirements))]
 

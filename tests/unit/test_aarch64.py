@@ -61,6 +61,7 @@ def test_on_an_aarch64_host_the_aarch64_configurations_are_native_and_nothing_is
     host("x86_64")
     assert is_emulated("aarch64")
     assert provision.provisioned_python("3.14", "aarch64").parts[-5] == "cpython-3.14-aarch64"
+    assert environments.wheel_sources(arm, ()) == []  # stock has no packages of its own: no wheelhouse to fetch
 
 
 def test_an_emulated_interpreter_gets_its_private_root_as_qemus_prefix(tmp_path, host):
