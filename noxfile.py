@@ -97,10 +97,24 @@ def prepare_environment(session: nox.Session, configuration: Configuration, *ext
         session.env.update(architectures.emulation_environment(python))  # an emulated interpreter's qemu prefix
         layer = environments.ensure_layer(python, (CATALOG.torch, *CATALOG.shared_packages))
         environments.attach_layer(Path(session.virtualenv.location), layer)
-        wheels = environments.wheel_sources(python, (*configuration.packages, *extra))
-    session.install("--disable-pip-version-check", *wheels, "-e", str(ROOT), *configuration.packages, *extra)
+        if emulated(configuration):  # installed by this host's pip: an emulated pip takes minutes
+            environments.install_emulated(python, Path(session.virtualenv.location), ROOT,
+                                          (*configuration.packages, *extra))
+    if not emulated(configuration):
+        session.install("--disable-pip-version-check", "-e", str(ROOT), *configuration.packages, *extra)
     built = f"layer built in {layer.built_seconds} s" if layer.built_seconds is not None else "layer reused"
     session.log(f"environment ready in {time.monotonic() - began:.1f} s ({built}: {layer.root})")
+
+
+def emulated(configuration: Configuration) -> bool:
+    """A configuration for another architecture than the host's: qemu-user runs its interpreter."""
+    return configuration.arch is not None and architectures.is_emulated(configuration.arch)
+
+
+def venv_params(configuration: Configuration) -> list[str]:
+    """An emulated environment is made without pip (ensurepip took minutes emulated): the harness
+    installs into it with this host's pip (`install_emulated`)."""
+    return ["--without-pip"] if configuration.venv and emulated(configuration) else []
 
 
 def install_harness(session: nox.Session, extra: str | None = None) -> None:
@@ -139,7 +153,7 @@ def _register(configuration: Configuration, tier: Tier) -> None:
     without_checkout = f"; without a checkout: {tier.bundled.description}" if tier.bundled else ""
     run.__doc__ = f"{configuration.description or configuration.name} | {tier.description or tier.name}{without_checkout}"
     nox.session(name=f"{configuration.name}-{tier.name}", python=python, tags=[configuration.name, tier.name],
-                requires=[provision_session(configuration.arch)] if configuration.venv else [])(run)
+                venv_params=venv_params(configuration), requires=[provision_session(configuration.arch)] if configuration.venv else [])(run)
 
 
 for _configuration in CATALOG.configurations.values():
@@ -216,7 +230,7 @@ def _register_perf(configuration: Configuration) -> None:
 
     perf.__doc__ = f"performance suite (pyperf) | {configuration.description or configuration.name}"
     nox.session(name=f"{configuration.name}-perf", python=PYTHONS[configuration.name],
-                tags=["perf"], requires=[provision_session(configuration.arch)] if configuration.venv else [])(perf)
+                tags=["perf"], venv_params=venv_params(configuration), requires=[provision_session(configuration.arch)] if configuration.venv else [])(perf)
 
 
 for _configuration in CATALOG.configurations.values():

@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import sys
 import time
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,6 +27,7 @@ from harness.configure.provision import (ProvisionError, cache_lock, cache_root,
 from harness.errors import HarnessError
 
 LAYER_PTH = "_harness_layer.pth"
+CHECKOUT_PTH = "_harness_checkout.pth"  # an emulated environment's harness: the checkout, as `pip install -e` would
 
 
 @dataclass(frozen=True)
@@ -105,13 +107,36 @@ def _install_emulated_layer(python: Path, machine: str, root: Path,
     site_packages = _site_packages(root)
     version = _run_text([str(python), "-c", "import sys; print(f'{sys.version_info[0]}.{sys.version_info[1]}')"])
     install = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-                              "--no-compile", "--no-index", *_platform_options(machine, version.replace(".", "")),
+                              "--no-compile", "--no-index", "--ignore-requires-python",  # checked by the download
+                              *_platform_options(machine, version.replace(".", "")),
                               "--find-links", str(ensure_wheelhouse(machine, python, requirements)),
                               "--target", str(site_packages), *requirements])
     if install.returncode == 0:  # the same bytecode as the emulated interpreter would write, at native speed
         subprocess.run([str(ensure_python(version)), "-m", "compileall", "-q", "-j", "0", str(site_packages)],
                        capture_output=True)
     return install
+
+
+def install_emulated(python: Path, venv: Path, checkout: Path, packages: tuple[str, ...]) -> None:
+    """A configuration's own packages and the harness's dependencies in its emulated environment,
+    installed by this host's pip from the wheelhouse and compiled natively, and the checkout on its
+    path (what `pip install -e` gives): the emulated pip took minutes per session run for the editable
+    install alone, mostly compiling its build environment."""
+    machine = interpreter_machine(python)
+    project = tomllib.loads((checkout / "pyproject.toml").read_text())["project"]
+    requirements = (*project["dependencies"], *packages)
+    site_packages = _site_packages(venv)
+    version = _run_text([str(python), "-c", "import sys; print(f'{sys.version_info[0]}.{sys.version_info[1]}')"])
+    install = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+                              "--no-compile", "--no-index", "--upgrade", "--ignore-requires-python",  # checked by the download
+                              *_platform_options(machine, version.replace(".", "")),
+                              "--find-links", str(ensure_wheelhouse(machine, python, requirements)),
+                              "--target", str(site_packages), *requirements], capture_output=True, text=True)
+    if install.returncode != 0:
+        raise HarnessError(f"pip could not install {' '.join(requirements)} into {venv}: {_pip_complaint(install.stderr)}")
+    (site_packages / CHECKOUT_PTH).write_text(f"{checkout}\n")
+    subprocess.run([str(ensure_python(version)), "-m", "compileall", "-q", "-j", "0", str(site_packages)],
+                   capture_output=True)
 
 
 def _platform_options(machine: str, version: str) -> list[str]:
