@@ -131,6 +131,7 @@ def test_emulated_time_limits_are_scaled_bundled_part_included():
     tier = get_tier("p1")
     scaled = tier.scaled(40)
     assert (scaled.timeout, scaled.test_timeout) == (tier.timeout * 40, tier.test_timeout * 40)
+    assert scaled.exit_grace == tier.exit_grace * 40  # an emulated torch took over 30 s to exit, loaded
     assert scaled.bundled.test_timeout == tier.bundled.test_timeout * 40
     assert tier.scaled(1) is tier
 
