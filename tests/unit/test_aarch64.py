@@ -202,3 +202,18 @@ def test_the_ci_workflow_runs_every_tier_also_natively_on_arm64_as_the_aarch64_c
     assert sessions <= set(load_catalog().configurations)  # every session the matrix names exists
     tiers = run["strategy"]["matrix"]["tier"]
     assert "p0" in tiers and "p1" in tiers and "p2" in tiers  # pull requests and nightly alike
+
+
+def test_a_cinderx_without_jit_is_available_is_judged_by_its_native_initialization(monkeypatch):
+    """cinderx 2026.10.26.0, the newest aarch64 wheel on PyPI here, has no `cinderx.jit.is_available`:
+    every JIT file of the first aarch64 run stopped with INTERNALERROR (AttributeError)."""
+    from types import SimpleNamespace
+
+    from harness.run import jit
+
+    older = SimpleNamespace()  # a cinderx.jit without is_available
+    monkeypatch.setitem(sys.modules, "cinderx", SimpleNamespace(is_initialized=lambda: True))
+    assert jit.is_available(older)
+    monkeypatch.setitem(sys.modules, "cinderx", SimpleNamespace(is_initialized=lambda: False))
+    assert not jit.is_available(older)  # the silent no-op fallback, without the native extension
+    assert not jit.is_available(SimpleNamespace(is_available=lambda: False))
