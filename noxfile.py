@@ -38,7 +38,7 @@ import nox
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))
 
-from harness.configure import environments  # noqa: E402
+from harness.configure import architectures, environments  # noqa: E402
 from harness.configure.configurations import Configuration, load_catalog  # noqa: E402
 from harness.configure.tiers import Tier, load_tiers  # noqa: E402
 from harness.errors import HarnessError  # noqa: E402
@@ -83,24 +83,54 @@ def one_line_errors(session: nox.Session) -> Iterator[None]:
         session.error(f"harness: error: {error}")
 
 
-@nox.session(python=False)
-def provision(session: nox.Session) -> None:
-    """Find or provision every interpreter the configurations name (CPython 3.14 from Debian sid)."""
-    with one_line_errors(session):
-        for configuration in CATALOG.configurations.values():
-            session.log(f"{configuration.name}: {environments.ensure_interpreter(configuration)}")
+def provision_session(arch: str | None) -> str:
+    """The session that provisions the interpreters of one architecture (`provision`: the host's;
+    `provision-aarch64`: another's, which sets up its emulator too), so that a native run never needs one."""
+    return f"provision-{arch}" if arch else "provision"
+
+
+def _register_provision(arch: str | None) -> None:
+    def provision(session: nox.Session) -> None:
+        with one_line_errors(session):
+            for configuration in CATALOG.configurations.values():
+                if configuration.arch == arch:
+                    session.log(f"{configuration.name}: {environments.ensure_interpreter(configuration)}")
+
+    where = f" for {arch} (qemu-user and binfmt on another host, as root)" if arch else ""
+    provision.__doc__ = f"Find or provision every interpreter the configurations name{where} (CPython 3.14 from Debian sid)."
+    nox.session(name=provision_session(arch), python=False)(provision)
+
+
+for _arch in sorted({configuration.arch or "" for configuration in CATALOG.configurations.values()}):
+    _register_provision(_arch or None)
 
 
 def prepare_environment(session: nox.Session, configuration: Configuration, *extra: str) -> None:
     """A configuration's nox environment: the shared torch layer, the harness, its own packages."""
     began = time.monotonic()
     with one_line_errors(session):
-        layer = environments.ensure_layer(environments.ensure_interpreter(configuration),
-                                          (CATALOG.torch, *CATALOG.shared_packages))
+        python = environments.ensure_interpreter(configuration)
+        session.env.update(architectures.emulation_environment(python))  # an emulated interpreter's qemu prefix
+        layer = environments.ensure_layer(python, (CATALOG.torch, *CATALOG.shared_packages))
         environments.attach_layer(Path(session.virtualenv.location), layer)
-    session.install("--disable-pip-version-check", "-e", str(ROOT), *configuration.packages, *extra)
+        if emulated(configuration):  # installed by this host's pip: an emulated pip takes minutes
+            environments.install_emulated(python, Path(session.virtualenv.location), ROOT,
+                                          (*configuration.packages, *extra))
+    if not emulated(configuration):
+        session.install("--disable-pip-version-check", "-e", str(ROOT), *configuration.packages, *extra)
     built = f"layer built in {layer.built_seconds} s" if layer.built_seconds is not None else "layer reused"
     session.log(f"environment ready in {time.monotonic() - began:.1f} s ({built}: {layer.root})")
+
+
+def emulated(configuration: Configuration) -> bool:
+    """A configuration for another architecture than the host's: qemu-user runs its interpreter."""
+    return configuration.arch is not None and architectures.is_emulated(configuration.arch)
+
+
+def venv_params(configuration: Configuration) -> list[str]:
+    """An emulated environment is made without pip (ensurepip took minutes emulated): the harness
+    installs into it with this host's pip (`install_emulated`)."""
+    return ["--without-pip"] if configuration.venv and emulated(configuration) else []
 
 
 def install_harness(session: nox.Session, extra: str | None = None) -> None:
@@ -139,7 +169,7 @@ def _register(configuration: Configuration, tier: Tier) -> None:
     without_checkout = f"; without a checkout: {tier.bundled.description}" if tier.bundled else ""
     run.__doc__ = f"{configuration.description or configuration.name} | {tier.description or tier.name}{without_checkout}"
     nox.session(name=f"{configuration.name}-{tier.name}", python=python, tags=[configuration.name, tier.name],
-                requires=["provision"] if configuration.venv else [])(run)
+                venv_params=venv_params(configuration), requires=[provision_session(configuration.arch)] if configuration.venv else [])(run)
 
 
 for _configuration in CATALOG.configurations.values():
@@ -216,7 +246,7 @@ def _register_perf(configuration: Configuration) -> None:
 
     perf.__doc__ = f"performance suite (pyperf) | {configuration.description or configuration.name}"
     nox.session(name=f"{configuration.name}-perf", python=PYTHONS[configuration.name],
-                tags=["perf"], requires=["provision"] if configuration.venv else [])(perf)
+                tags=["perf"], venv_params=venv_params(configuration), requires=[provision_session(configuration.arch)] if configuration.venv else [])(perf)
 
 
 for _configuration in CATALOG.configurations.values():

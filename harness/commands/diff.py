@@ -48,6 +48,9 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
         add_rerun_options(sub, "--confirm-timeout", "--confirm-restart")
         sub.add_argument("--allow-interpreter-mismatch", action="store_true",
                          help="compare runs of different interpreter versions (the report says so)")
+        sub.add_argument("--allow-architecture-mismatch", action="store_true",
+                         help="compare runs of different processor architectures, e.g. aarch64 with x86_64 "
+                              "(the report says so)")
         sub.add_argument("--merged-junit", type=path_argument, metavar="PATH",
                          help="also write one JUnit XML of every side, the configuration as a property")
         sub.add_argument("--culprit", action="store_true",
@@ -106,21 +109,25 @@ def _diff_latest(args: argparse.Namespace) -> int:
 
     _check_formats(args)
     root = args.results or default_results_root()
-    baseline_name = load_catalog().baseline
+    catalog = load_catalog()
+    baseline_name = catalog.baseline
+    baseline_of = {name: catalog.baseline_for(c).name for name, c in catalog.configurations.items()}
     latest = latest_sides(root)
-    baselines = {key.tier: paths for key, paths in latest.items() if key.configuration == baseline_name}
-    loaded: dict[str, Side] = {}
+    baselines = {(key.configuration, key.tier): paths for key, paths in latest.items()
+                 if key.configuration in baseline_of.values()}
+    loaded: dict[tuple[str, str], Side] = {}
     pairs = []
     for (config, tier, _), paths in sorted(latest.items(), key=lambda item: (
             item[0].tier, item[0].configuration, item[0].threshold is not None, item[0].threshold or 0)):
-        if config == baseline_name:
+        if config in baseline_of.values():
             continue
-        if tier not in baselines:
-            raise HarnessError(f"no '{baseline_name}' run of tier '{tier}' under {root} to compare '{config}' with "
-                               f"(run: nox -s {baseline_name}-{tier})")
-        if tier not in loaded:
-            loaded[tier] = load_runs(baselines[tier])
-        pairs.append((loaded[tier], load_runs(paths)))
+        baseline = (baseline_of.get(config, baseline_name), tier)  # each architecture's own baseline
+        if baseline not in baselines:
+            raise HarnessError(f"no '{baseline[0]}' run of tier '{tier}' under {root} to compare '{config}' with "
+                               f"(run: nox -s {baseline[0]}-{tier})")
+        if baseline not in loaded:
+            loaded[baseline] = load_runs(baselines[baseline])
+        pairs.append((loaded[baseline], load_runs(paths)))
     if not pairs:
         raise HarnessError(f"no candidate runs under {root}: run a baseline and a candidate session first")
     return _report(pairs, args, perf=_latest_perf(root, baseline_name))
@@ -167,7 +174,8 @@ def _report(pairs: list[tuple[Side, Side]], args: argparse.Namespace, perf: Perf
     from harness.report.output import deliver
 
     _check_outputs(args)
-    allow = Allowances(interpreter_mismatch=args.allow_interpreter_mismatch)
+    allow = Allowances(interpreter_mismatch=args.allow_interpreter_mismatch,
+                       architecture_mismatch=args.allow_architecture_mismatch)
     ran = {str(c.record.configuration.get("name")) for _, c in pairs if c.record is not None}
     known_regressions = known.load(args.known_regressions, set(load_catalog().configurations) | ran)
     comparisons: list[Comparison] = []

@@ -69,10 +69,13 @@ def _run(args: argparse.Namespace) -> int:
         return _resume(args)
     if not args.config or not args.tier:
         raise HarnessError("run needs --config and --tier (or --resume RUN_DIR)")
-    configuration = load_catalog().get(args.config).with_threshold(args.threshold)
+    catalog = load_catalog()
+    configuration = catalog.get(args.config).with_threshold(args.threshold)
     tier, tests_dir = get_tier(args.tier).selecting(args.stage).located(args.tests_dir)
     tests_dir = tests_dir.resolve()
     python = args.python or default_python()
+    scale = _emulation(python, catalog.emulated_timeout_scale)
+    tier = tier.scaled(scale)
     targets, entries, narrowed = _selection(args.select, tier, tests_dir, configuration, python) if args.select \
         else (tuple(_tier_files(tier, tests_dir, args.stage)), (), ())
     absent = () if args.select or args.stage else tuple(tier.absent(tests_dir))
@@ -90,6 +93,7 @@ def _run(args: argparse.Namespace) -> int:
         narrowed=narrowed,
         stages=tuple(args.stage or ()),
         sharding=sharding,
+        timeout_scale=scale,
     )
     print(f"run directory: {execute(request)}")
     return ExitStatus.OK
@@ -102,6 +106,21 @@ def _auto_jobs(results: Path, tier: str) -> int:
     choice = capacity.choose(capacity.limits(), *capacity.process_mb(results, tier))
     print(choice.line)
     return choice.jobs
+
+
+def _emulation(python: str, scale: int) -> int:
+    """How much longer the tier's time limits are for this interpreter: `scale` when it is emulated
+    (announced), else 1. An interpreter the harness provisioned for emulation gets its qemu prefix
+    into this process's environment, which every test process inherits."""
+    from harness.configure.architectures import emulation_environment, host_machine, interpreter_machine, is_emulated
+
+    machine = interpreter_machine(Path(python))
+    if not is_emulated(machine):
+        return 1
+    os.environ.update(emulation_environment(Path(python)))
+    print(f"emulated: {machine} interpreter on this {host_machine()} host (qemu-user); "
+          f"the tier's time limits are {scale} times longer")
+    return scale
 
 
 def _shard(args: argparse.Namespace, configuration: Configuration, tier: Tier, tests_dir: Path, python: str,
@@ -181,6 +200,7 @@ def _resume(args: argparse.Namespace) -> int:
     if (record.test_sources.get("origin") or {}).get("kind") == "torch" and tier.bundled is not None:
         tier = tier.bundled  # the run ran the suites inside torch: resume them the same way
     args.jobs = args.jobs or _auto_jobs(Path(args.resume).resolve().parent, record.tier)
+    tier = tier.scaled(_emulation(record.python, record.timeout_scale) and record.timeout_scale)
     print(f"run directory: {resume(args.resume, configuration, tier, args.jobs)}")
     return ExitStatus.OK
 

@@ -119,6 +119,8 @@ class Comparison:
     tier: str = ""
     baseline_versions: dict[str, str | None] = field(default_factory=dict)  # torch, python, cinderx, ... (run records)
     candidate_versions: dict[str, str | None] = field(default_factory=dict)
+    baseline_platform: str = ""  # the architecture it ran as, "aarch64 (emulated)" (run records; "" unknown)
+    candidate_platform: str = ""
     known: tuple[Regression, ...] = ()  # regressions the known-regressions file names (not in `regressions`)
     known_fixed: tuple[KnownFixed, ...] = ()  # known regressions that passed this time
     known_source: str = ""  # the known-regressions file(s) applied
@@ -127,6 +129,14 @@ class Comparison:
     @property
     def valid(self) -> bool:
         return not self.problems
+
+    @property
+    def platform(self) -> str:
+        """Where the sides ran, for a title, when it is news: a side was emulated, or the two differ."""
+        sides = {self.baseline_platform, self.candidate_platform}
+        if len(sides) > 1:
+            return f"{self.candidate_platform or 'unknown'} vs {self.baseline_platform or 'unknown'}"
+        return self.candidate_platform if "emulated" in self.candidate_platform else ""
 
     @property
     def exit_status(self) -> int:
@@ -185,6 +195,8 @@ def compare(baseline: Side, candidate: Side, allow: Allowances = Allowances()) -
         tier=candidate.record.tier if candidate.record else "",
         baseline_versions=dict(baseline.record.versions) if baseline.record else {},
         candidate_versions=dict(candidate.record.versions) if candidate.record else {},
+        baseline_platform=validity.platform_of(baseline.record) if baseline.record else "",
+        candidate_platform=validity.platform_of(candidate.record) if candidate.record else "",
         candidate_runs=tuple(str(path) for path, _ in candidate.parts),
     )
 

@@ -2,7 +2,7 @@
 
 A JIT run that compiled nothing, a JIT whose settings read back from CinderX in a test process
 differ from the configuration's request (mode, threshold, activation), a baseline that could import
-CinderX, different torch versions, interpreters or test sources, a run that did not finish, or
+CinderX, different torch versions, interpreters, processor architectures or test sources, a run that did not finish, or
 shards that do not add up to one run make the comparison invalid (exit status 2), whatever the
 test outcomes say.
 """
@@ -22,6 +22,7 @@ class Allowances:
     """Checks the user chose to relax; each one relaxed is said in the report."""
 
     interpreter_mismatch: bool = False
+    architecture_mismatch: bool = False  # an aarch64 run against an x86_64 one: the JIT backends differ
 
 
 def problems(baseline: Side, candidate: Side, allow: Allowances = Allowances()) -> list[str]:
@@ -46,13 +47,29 @@ def problems(baseline: Side, candidate: Side, allow: Allowances = Allowances()) 
 
 def allowance_notes(baseline: Side, candidate: Side, allow: Allowances) -> list[str]:
     """What a relaxed check let through, so the report says so."""
-    if not allow.interpreter_mismatch or baseline.record is None or candidate.record is None:
+    if baseline.record is None or candidate.record is None:
         return []
+    notes = []
     before, after = baseline.record.versions.get("python"), candidate.record.versions.get("python")
-    if before == after:
-        return []
-    return [f"interpreter versions differ (baseline {before}, candidate {after}): allowed by "
-            "--allow-interpreter-mismatch, so differences may come from the interpreter, not only the change"]
+    if allow.interpreter_mismatch and before != after:
+        notes.append(f"interpreter versions differ (baseline {before}, candidate {after}): allowed by "
+                     "--allow-interpreter-mismatch, so differences may come from the interpreter, not only the change")
+    if allow.architecture_mismatch and architecture_of(baseline.record) != architecture_of(candidate.record):
+        notes.append(f"architectures differ (baseline {platform_of(baseline.record)}, candidate "
+                     f"{platform_of(candidate.record)}): allowed by --allow-architecture-mismatch, so differences "
+                     "may come from the processor, its JIT backend or the emulator, not only the change")
+    return notes
+
+
+def architecture_of(record: RunRecord) -> str:
+    """The processor architecture the test interpreter ran as; for a record from before it was kept,
+    the harness host's (the same then: the harness ran nothing emulated)."""
+    return record.architecture or str(record.fingerprint.get("machine", ""))
+
+
+def platform_of(record: RunRecord) -> str:
+    """How reports name where a run ran: `aarch64 (emulated)`, `x86_64`."""
+    return f"{architecture_of(record) or 'unknown'}{' (emulated)' if record.emulated else ''}"
 
 
 def _pair_problems(baseline: Side, candidate: Side, allow: Allowances) -> list[str]:
@@ -64,6 +81,9 @@ def _pair_problems(baseline: Side, candidate: Side, allow: Allowances) -> list[s
         if before.versions.get(key) != after.versions.get(key):
             found.append(f"{what} versions differ: baseline {before.versions.get(key)}, "
                          f"candidate {after.versions.get(key)}")
+    if not allow.architecture_mismatch and architecture_of(before) != architecture_of(after):
+        found.append(f"architectures differ: baseline {platform_of(before)}, candidate {platform_of(after)} "
+                     "(compare runs of one architecture, or pass --allow-architecture-mismatch)")
     found.extend(_source_problems(baseline, candidate))
     found.extend(_shard_target_problems(baseline, candidate))
     found.extend(_switch_problems(before, after))

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from harness.configure import cinderx_variables
+from harness.configure.architectures import ARCHITECTURES
 from harness.configure.yamlfile import Section, load_section
 from harness.errors import HarnessError
 from harness.protocol import DEFAULT_THRESHOLD, Activation, JitMode, Request, Setting, threshold_problem
@@ -19,8 +20,9 @@ SHIPPED = Path(__file__).with_name("data") / "configurations.yaml"
 JIT_MODES = {mode.value: mode for mode in JitMode}
 ACTIVATIONS = {activation.value: activation for activation in Activation}
 _CONFIG_KEYS = {"description", "python", "venv", "packages", "env", "jit", "threshold", "activation",
-                "compile_disengage"}
-_TOP_KEYS = {"torch", "shared_packages", "baseline", "configurations"}
+                "compile_disengage", "arch"}
+_TOP_KEYS = {"torch", "shared_packages", "baseline", "configurations", "emulated_timeout_scale"}
+DEFAULT_EMULATED_TIMEOUT_SCALE = 40
 
 
 @dataclass(frozen=True)
@@ -37,6 +39,7 @@ class Configuration:
     threshold: int | None = None
     activation: str = "after-collection"
     compile_disengage: bool = False
+    arch: str | None = None  # the interpreter's architecture (aarch64: emulated on other hosts); None: the host's
     origin: str = ""  # "file:line" of the definition, for errors found later (e.g. no interpreter)
 
     @property
@@ -68,6 +71,17 @@ class Catalog:
     baseline: str
     configurations: dict[str, Configuration]
     sources: tuple[Path, ...]
+    emulated_timeout_scale: int = DEFAULT_EMULATED_TIMEOUT_SCALE  # tiers' time limits times this, emulated
+
+    def baseline_for(self, configuration: Configuration) -> Configuration:
+        """The baseline a configuration is compared with: the baseline configuration of its architecture
+        (a configuration with the same `arch` and the baseline's JIT mode and interpreter), else the baseline."""
+        baseline = self.configurations[self.baseline]
+        if configuration.arch == baseline.arch:
+            return baseline
+        same = [c for c in self.configurations.values() if c.arch == configuration.arch and c.jit == baseline.jit
+                and c.python == baseline.python and c.packages == baseline.packages]
+        return same[0] if same else baseline
 
     def get(self, name: str) -> Configuration:
         if name not in self.configurations:
@@ -100,7 +114,16 @@ def _read(path: Path, base: Catalog | None) -> Catalog:
         baseline=baseline,
         configurations=configurations,
         sources=(base.sources if base else ()) + (path,),
+        emulated_timeout_scale=_timeout_scale(top, base),
     )
+
+
+def _timeout_scale(top: Section, base: Catalog | None) -> int:
+    scale = top.scalar("emulated_timeout_scale", int, base.emulated_timeout_scale if base
+                       else DEFAULT_EMULATED_TIMEOUT_SCALE)
+    if scale < 1:
+        top.fail(top.require("emulated_timeout_scale"), f"'emulated_timeout_scale' must be 1 or more, not {scale}")
+    return scale
 
 
 def _configuration(name: str, section: Section) -> Configuration:
@@ -121,6 +144,7 @@ def _configuration(name: str, section: Section) -> Configuration:
         threshold=threshold if jit == "on" else None,
         activation=section.choice("activation", ACTIVATIONS, "after-collection"),
         compile_disengage=section.scalar("compile_disengage", bool, False),
+        arch=section.choice("arch", {name: name for name in ARCHITECTURES}, "") or None,
         origin=f"{section.path}:{section.node.start_mark.line + 1}",
     )
     _check_cinderx_variables(name, section)

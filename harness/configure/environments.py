@@ -14,15 +14,20 @@ import hashlib
 import json
 import shutil
 import subprocess
+import sys
 import time
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.configure.architectures import architecture, interpreter_machine, is_emulated
 from harness.configure.configurations import Configuration
-from harness.configure.provision import cache_lock, cache_root, ensure_python, find_python, provisioned_python
+from harness.configure.provision import (ProvisionError, cache_lock, cache_root, ensure_python, find_python,
+                                         provisioned_python)
 from harness.errors import HarnessError
 
 LAYER_PTH = "_harness_layer.pth"
+CHECKOUT_PTH = "_harness_checkout.pth"  # an emulated environment's harness: the checkout, as `pip install -e` would
 
 
 @dataclass(frozen=True)
@@ -37,8 +42,8 @@ def interpreter_for(configuration: Configuration) -> str:
     """The interpreter path a configuration uses; for versions, where provisioning will put it."""
     if configuration.python_is_path:
         return configuration.python
-    found = find_python(configuration.python)
-    return str(found or provisioned_python(configuration.python))
+    found = find_python(configuration.python, configuration.arch)
+    return str(found or provisioned_python(configuration.python, configuration.arch))
 
 
 def ensure_interpreter(configuration: Configuration) -> Path:
@@ -50,7 +55,7 @@ def ensure_interpreter(configuration: Configuration) -> Path:
                                "is not a Python interpreter (it cannot run `-c 'import sys'`)")
         return python
     try:
-        return ensure_python(configuration.python)
+        return ensure_python(configuration.python, configuration.arch)
     except HarnessError as error:
         raise HarnessError(f"{configuration.origin}: configuration '{configuration.name}': 'python': {error}") from None
 
@@ -70,20 +75,112 @@ def ensure_layer(python: Path, requirements: tuple[str, ...]) -> Layer:
     key = hashlib.sha256(json.dumps([str(python.resolve()), version, sorted(requirements)]).encode()).hexdigest()[:12]
     root = cache_root() / "layers" / f"py{version}-{key}"
     complete = root / "layer.json"
-    with cache_lock(root.with_suffix(".lock")):
+    machine = interpreter_machine(python)
+    # a lock of its own (with_suffix would make "py3.14.lock" of every 3.14 layer): an emulated layer's
+    # build must not hold up the native one's
+    lock = root.with_suffix(".lock") if not is_emulated(machine) else root.with_name(f"{root.name}.lock")
+    with cache_lock(lock):
         if complete.is_file():
             return Layer(root, _site_packages(root), requirements, None)
         began = time.monotonic()
         shutil.rmtree(root, ignore_errors=True)
-        subprocess.run([str(python), "-m", "venv", str(root)], check=True)
-        install = subprocess.run([str(root / "bin" / "python"), "-m", "pip", "install", "--quiet",
-                                  "--disable-pip-version-check", *requirements])
+        if is_emulated(machine):
+            install = _install_emulated_layer(python, machine, root, requirements)
+        else:
+            subprocess.run([str(python), "-m", "venv", str(root)], check=True)
+            install = subprocess.run([str(root / "bin" / "python"), "-m", "pip", "install", "--quiet",
+                                      "--disable-pip-version-check", *requirements])
         if install.returncode != 0:
             raise HarnessError(f"pip could not install the shared layer ({' '.join(requirements)}) into {root}")
         seconds = round(time.monotonic() - began, 1)
         complete.write_text(json.dumps({"requirements": list(requirements), "python": str(python),
                                         "version": version, "built_seconds": seconds}, indent=2) + "\n")
         return Layer(root, _site_packages(root), requirements, seconds)
+
+
+def _install_emulated_layer(python: Path, machine: str, root: Path,
+                            requirements: tuple[str, ...]) -> subprocess.CompletedProcess[bytes]:
+    """An emulated interpreter's layer, installed by this host's pip and compiled by the native
+    interpreter of the same version: wheels only, so nothing of it needs to run emulated. Emulated,
+    ensurepip alone took 6 minutes and pip 216 s for torch on a quiet machine (docs/aarch64.md)."""
+    subprocess.run([str(python), "-m", "venv", "--without-pip", str(root)], check=True)
+    site_packages = _site_packages(root)
+    version = _run_text([str(python), "-c", "import sys; print(f'{sys.version_info[0]}.{sys.version_info[1]}')"])
+    install = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+                              "--no-compile", "--no-index", "--ignore-requires-python",  # checked by the download
+                              *_platform_options(machine, version.replace(".", "")),
+                              "--find-links", str(ensure_wheelhouse(machine, python, requirements)),
+                              "--target", str(site_packages), *requirements])
+    if install.returncode == 0:  # the same bytecode as the emulated interpreter would write, at native speed
+        subprocess.run([str(ensure_python(version)), "-m", "compileall", "-q", "-j", "0", str(site_packages)],
+                       capture_output=True)
+    return install
+
+
+def install_emulated(python: Path, venv: Path, checkout: Path, packages: tuple[str, ...]) -> None:
+    """A configuration's own packages and the harness's dependencies in its emulated environment,
+    installed by this host's pip from the wheelhouse and compiled natively, and the checkout on its
+    path (what `pip install -e` gives): the emulated pip took minutes per session run for the editable
+    install alone, mostly compiling its build environment."""
+    machine = interpreter_machine(python)
+    project = tomllib.loads((checkout / "pyproject.toml").read_text())["project"]
+    requirements = (*project["dependencies"], *packages)
+    site_packages = _site_packages(venv)
+    version = _run_text([str(python), "-c", "import sys; print(f'{sys.version_info[0]}.{sys.version_info[1]}')"])
+    install = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+                              "--no-compile", "--no-index", "--upgrade", "--ignore-requires-python",  # checked by the download
+                              *_platform_options(machine, version.replace(".", "")),
+                              "--find-links", str(ensure_wheelhouse(machine, python, requirements)),
+                              "--target", str(site_packages), *requirements], capture_output=True, text=True)
+    if install.returncode != 0:
+        raise HarnessError(f"pip could not install {' '.join(requirements)} into {venv}: {_pip_complaint(install.stderr)}")
+    (site_packages / CHECKOUT_PTH).write_text(f"{checkout}\n")
+    subprocess.run([str(ensure_python(version)), "-m", "compileall", "-q", "-j", "0", str(site_packages)],
+                   capture_output=True)
+
+
+def _platform_options(machine: str, version: str) -> list[str]:
+    """pip's options that choose wheels for another interpreter: its version, ABI and platforms."""
+    platforms = [option for tag in architecture(machine).wheel_platforms for option in ("--platform", tag)]
+    return ["--only-binary=:all:", "--python-version", version, "--implementation", "cp", "--abi", f"cp{version}",
+            *platforms]
+
+
+def wheel_sources(python: Path, requirements: tuple[str, ...]) -> list[str]:
+    """pip options that install `requirements` into an emulated interpreter from wheels downloaded
+    natively (an emulated pip resolves torch and its 2.5 GB of nvidia-* wheels 30 to 75 times slower);
+    none for a native interpreter."""
+    machine = interpreter_machine(python)
+    if not requirements or not is_emulated(machine):
+        return []
+    return ["--find-links", str(ensure_wheelhouse(machine, python, requirements))]
+
+
+def ensure_wheelhouse(machine: str, python: Path, requirements: tuple[str, ...]) -> Path:
+    """The wheels of `requirements` for `machine` and this interpreter's version, downloaded once by this
+    host's pip into the cache (a lock and a completion marker, as for the layer)."""
+    version = _run_text([str(python), "-c", "import sys; print(f'{sys.version_info[0]}{sys.version_info[1]}')"])
+    key = hashlib.sha256(json.dumps([machine, version, sorted(requirements)]).encode()).hexdigest()[:12]
+    folder = cache_root() / "wheelhouses" / f"{machine}-cp{version}-{key}"
+    complete = folder / "wheelhouse.json"
+    with cache_lock(folder.with_suffix(".lock")):
+        if complete.is_file():
+            return folder
+        download = subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check",
+                                   *_platform_options(machine, version), "-d", str(folder), *requirements],
+                                  capture_output=True, text=True)
+        if download.returncode != 0:
+            raise ProvisionError(f"no {machine} wheel for cp{version}: {_pip_complaint(download.stderr)}")
+        complete.write_text(json.dumps({"machine": machine, "python": version, "requirements": list(requirements)},
+                                       indent=2) + "\n")
+    return folder
+
+
+def _pip_complaint(stderr: str) -> str:
+    """pip's line that names what it could not find (`No matching distribution found for X`), else its last error."""
+    errors = [line.removeprefix("ERROR: ") for line in stderr.splitlines() if line.startswith("ERROR:")]
+    naming = [line for line in errors if line.startswith(("No matching distribution", "Cannot install"))]
+    return (naming or errors or stderr.strip().splitlines() or ["pip download failed"])[-1]
 
 
 def attach_layer(venv: Path, layer: Layer) -> None:

@@ -78,6 +78,14 @@ class Tier:
             return replace(self.bundled, files=files, exclude=())
         return replace(self, source=source, files=files, exclude=(), entry="pytest")
 
+    def scaled(self, factor: int) -> Tier:
+        """This tier with its time limits (per test, per file, the exit grace, and its bundled part's) `factor` times
+        longer: an emulated interpreter runs everything 30 to 75 times slower (docs/aarch64.md)."""
+        if factor == 1:
+            return self
+        return replace(self, timeout=self.timeout * factor, test_timeout=self.test_timeout * factor,
+                       exit_grace=self.exit_grace * factor, bundled=self.bundled.scaled(factor) if self.bundled else None)
+
     def located(self, override: Path | None) -> tuple[Tier, Path]:
         """This tier as it runs here, and where its files live: the harness itself, a PyTorch
         checkout's `test/` (--tests-dir, HARNESS_TESTS_DIR), or, without a checkout, the harness's

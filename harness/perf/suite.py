@@ -52,7 +52,7 @@ class WarmUp:
 def settle() -> None:
     """Let background compiles finish, so that they do not overlap a measured value."""
     module = sys.modules.get("cinderx.jit")
-    if module is not None and module.is_available():
+    if module is not None and jit.is_available(module):
         module.wait_for_background_compiles()
 
 

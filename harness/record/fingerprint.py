@@ -47,6 +47,7 @@ print(json.dumps({
     "path": sys.executable,
     "version": platform.python_version(),
     "implementation": platform.python_implementation(),
+    "machine": platform.machine(),
     "build": " ".join(platform.python_build()),
     "in_venv": sys.prefix != sys.base_prefix,
     "versions": {name: version(name) for name in ("torch", "cinderx", "pytest", "numpy")},

@@ -242,6 +242,9 @@ class RunRecord:
     entries: tuple[str, ...] = ()  # PyTorch database entries the run was narrowed to (--select NAME)
     narrowed: tuple[str, ...] = ()  # the files those entries narrow; a file selected by its path runs whole
     sharding: Sharding | None = None  # how a shard's targets were chosen (--shard)
+    architecture: str = ""  # the test interpreter's processor architecture ("" in records from before it was kept)
+    emulated: bool = False  # it ran under an emulator (qemu-user) on a host of another architecture
+    timeout_scale: int = 1  # the tier's time limits were multiplied by this (emulated runs)
     schema: int = SCHEMA
 
     @property

@@ -81,6 +81,7 @@ def _sides(report: Report) -> dict[str, Any]:
     return {"headers": [side.label for side in sides],
             "rows": [("role", [side.role for side in sides]), ("tier", [side.tier or "—" for side in sides]),
                      ("JIT threshold", ["—" if side.threshold is None else f"{side.threshold:,}" for side in sides]),
+                     ("architecture", [side.platform or "—" for side in sides]),
                      *((key, [side.versions.get(key) or "—" for side in sides]) for key in keys)]}
 
 

@@ -46,6 +46,7 @@ def _document(report: Report, section: Section) -> dict[str, Any]:
         "notes": list(comparison.notes),
         "exit_status": comparison.exit_status,
         "versions": {"baseline": comparison.baseline_versions, "candidate": comparison.candidate_versions},
+        "platform": {"baseline": comparison.baseline_platform, "candidate": comparison.candidate_platform},
         "candidate_runs": list(comparison.candidate_runs),
         "summary": {
             "regressions": len(comparison.regressions),

@@ -240,7 +240,8 @@ class Section:
         """How every report heads the comparison: the sides, and the tier (one diff can compare
         several tiers of the same configurations)."""
         c = self.comparison
-        return f"{c.candidate} vs {c.baseline}" + (f" (tier {c.tier})" if c.tier else "")
+        return f"{c.candidate} vs {c.baseline}" + (f" (tier {c.tier})" if c.tier else "") + (
+            f" on {c.platform}" if c.platform else "")
 
     @property
     def regressions(self) -> tuple[Finding, ...]:
@@ -333,9 +334,11 @@ class Report:
         found: dict[tuple[str, str], Side] = {}
         for s in self.sections:
             c = s.comparison
-            found.setdefault(("baseline", c.baseline), Side(c.baseline, "baseline", None, c.tier, c.baseline_versions))
+            found.setdefault(("baseline", c.baseline), Side(c.baseline, "baseline", None, c.tier, c.baseline_versions,
+                                                            c.baseline_platform))
             found.setdefault(("candidate", c.candidate),
-                             Side(c.candidate, "candidate", c.threshold, c.tier, c.candidate_versions))
+                             Side(c.candidate, "candidate", c.threshold, c.tier, c.candidate_versions,
+                                  c.candidate_platform))
         return tuple(found.values())
 
 
@@ -348,6 +351,7 @@ class Side:
     threshold: int | None
     tier: str
     versions: Mapping[str, str | None]
+    platform: str = ""  # "aarch64 (emulated)"; "" for runs recorded before the architecture was
 
 
 def build(comparisons: Sequence[Comparison], *, perf: PerfComparison | None = None, history: History | None = None,

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.configure.architectures import PREFIX_VARIABLE
 from harness.configure.configurations import Configuration
 from harness.configure.tiers import Tier
 from harness.protocol import Env, Event, Outcome, Request
@@ -365,7 +366,7 @@ def _log_tail(path: Path) -> str:
 
 def _replay_prefix(context: FileContext, env: dict[str, str]) -> str:
     """The exact command (minus node ids) that reruns tests of this file alone in this configuration."""
-    names = (*Request().to_env(), Env.ENTRIES, "PYTHONPATH",
+    names = (*Request().to_env(), Env.ENTRIES, "PYTHONPATH", PREFIX_VARIABLE,  # an emulated interpreter's root
              "PYTORCH_PRINT_REPRO_ON_FAILURE", "PYTORCH_HYPOTHESIS_PROFILE", *context.tier.env,
              *context.configuration.env)
     assignments = " ".join(f"{name}={shlex.quote(env[name])}" for name in dict.fromkeys(names) if name in env)

@@ -99,7 +99,7 @@ def apply(request: Request) -> str | None:
     if request.mode == JitMode.OFF:
         jit.disable()
         return None
-    if not jit.is_available():
+    if not is_available(jit):
         return f"cinderx.jit is not available: {getattr(jit, 'get_import_error', lambda: None)()}"
     jit.enable()
     jit.compile_after_n_calls(request.effective_threshold)
@@ -135,7 +135,7 @@ def snapshot() -> JitSnapshot:
                            compile_time_ms=None)
     jit = sys.modules["cinderx.jit"]
     try:
-        available = bool(jit.is_available())
+        available = is_available(jit)
         if available:
             jit.wait_for_background_compiles()
         return JitSnapshot(
@@ -169,7 +169,18 @@ def compiled_functions() -> list[Callable[..., Any]]:
 def _running_jit() -> Any:
     """`cinderx.jit` when it is loaded with its native extension, else None."""
     module = sys.modules.get("cinderx.jit")
-    return module if module is not None and module.is_available() else None
+    return module if module is not None and is_available(module) else None
+
+
+def is_available(jit: Any) -> bool:
+    """Whether `cinderx.jit` runs on its native extension (without it every call is a silent no-op).
+    CinderX before 2026.11 has no `jit.is_available`, and 2026.10.26.0 is the newest release with an
+    aarch64 wheel on PyPI (docs/aarch64.md): there, `cinderx.is_initialized()` says the same."""
+    check = getattr(jit, "is_available", None)
+    if check is not None:
+        return bool(check())
+    cinderx = sys.modules.get("cinderx")
+    return bool(cinderx is not None and getattr(cinderx, "is_initialized", lambda: False)())
 
 
 def is_compiled(function: Callable[..., Any], wait: bool = True) -> bool:

@@ -26,6 +26,7 @@ from harness.configure.configurations import Configuration
 from harness.configure.tiers import HARNESS_ROOT, TORCH_SUITES, Tier
 from harness.errors import WRITE_ERRNOS, HarnessError, WriteError, write_error
 from harness.protocol import Env, Setting
+from harness.configure.architectures import host_machine, is_emulated
 from harness.record.fingerprint import PER_RUN_FOLDERS, describe_interpreter, environment_fingerprint, sources_identity
 from harness.record.ingest import ingest_finished
 from harness.record.model import FileRecord, RunRecord, Sharding
@@ -56,6 +57,7 @@ class RunRequest:
     narrowed: tuple[str, ...] = ()  # the files that `entries` narrow (those selected by name, not by path)
     stages: tuple[str, ...] = ()  # the tier's stages this run selected (--stage)
     sharding: Sharding | None = None  # how the shard's targets were chosen (harness/run/shards.py)
+    timeout_scale: int = 1  # the tier's time limits are already multiplied by this (an emulated interpreter)
 
 
 def group_targets(targets: tuple[str, ...]) -> dict[str, list[str]]:
@@ -146,6 +148,9 @@ def _first_record(request: RunRequest, run: RunDirectory, env: dict[str, str], s
         sharding=request.sharding,
         stages=request.stages,
         python=request.python,
+        architecture=interpreter.get("machine", ""),
+        emulated=is_emulated(interpreter.get("machine") or host_machine()),
+        timeout_scale=request.timeout_scale,
         absent=request.absent,
         entries=request.entries,
         narrowed=request.narrowed,

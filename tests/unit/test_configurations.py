@@ -18,7 +18,8 @@ def write(tmp_path, text, name="user.yaml"):
 
 def test_shipped_configurations_are_the_three_of_the_product():
     catalog = load_catalog()
-    assert list(catalog.configurations) == ["stock", "cinderx-nojit", "cinderx-jit", "cinderx-jit-disengaged"]
+    assert list(catalog.configurations) == ["stock", "cinderx-nojit", "cinderx-jit", "cinderx-jit-disengaged",
+                                            "stock-aarch64", "cinderx-nojit-aarch64", "cinderx-jit-aarch64"]
     assert catalog.get("cinderx-jit-disengaged").compile_disengage and not catalog.get("cinderx-jit").compile_disengage
     jit = catalog.get("cinderx-jit")
     assert (jit.jit, jit.threshold, jit.activation, jit.packages) == ("on", 1000, "after-collection", ("cinderx",))
