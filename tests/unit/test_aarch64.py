@@ -16,6 +16,7 @@ from harness.configure.configurations import load_catalog
 from harness.configure.tiers import get_tier
 from harness.errors import HarnessError
 from harness.record.store import RunDirectory
+from tests.conftest import markdown_report
 from tests.unit.test_verdicts_identity import make_run
 
 pytestmark = pytest.mark.unit
@@ -159,9 +160,11 @@ def test_a_cross_architecture_diff_is_invalid_unless_allowed_and_then_said(tmp_p
 def test_two_emulated_aarch64_runs_compare_and_say_emulated_in_the_title(tmp_path, capsys):
     stock = ran_as(make_run(tmp_path / "r", "stock-aarch64", None, PASSING), "aarch64", True)
     arm = ran_as(make_run(tmp_path / "r", "cinderx-jit-aarch64", 1000, PASSING), "aarch64", True)
-    assert main(["diff", str(stock), str(arm)]) == 0
-    assert "## cinderx-jit-aarch64 (threshold 1000) vs stock-aarch64 (tier p1) on aarch64 (emulated)" in \
-        capsys.readouterr().out
+    status, markdown = markdown_report(["diff", str(stock), str(arm)], tmp_path / "out")
+    assert status == 0
+    assert "## cinderx-jit-aarch64 (threshold 1000) vs stock-aarch64 (tier p1) on aarch64 (emulated)" in markdown
+    screen = capsys.readouterr().out  # the first screen says it too
+    assert "cinderx-jit-aarch64 (threshold 1000) vs stock-aarch64 (tier p1) on aarch64 (emulated)" in screen
 
 
 def test_a_run_recorded_before_architectures_were_kept_reads_as_the_hosts(tmp_path, capsys):
