@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from harness.compare import replay
 from harness.compare.bisect import smallest_polluting_set
@@ -49,6 +49,7 @@ def confirm(comparison: Comparison, candidate: Side, reruns: Reruns, announce: A
     kept: list[Regression] = []
     flaky = list(comparison.flaky)
     verdicts: dict[str, Verdict] = {}
+    known = Polluters()
     with Rerunner(reruns.timeout, reruns.restart) as rerunner:
         for number, regression in enumerate(comparison.regressions, 1):
             evidence = (known_flaky or {}).get(regression.test)
@@ -58,8 +59,11 @@ def confirm(comparison: Comparison, candidate: Side, reruns: Reruns, announce: A
                                    f"flaky in history: {evidence}", regression.replay, confirmed=False))
                 continue
             announce(f"confirming {number}/{len(comparison.regressions)}: {regression.test}")
-            verdicts[regression.test] = judge(regression, run_order(candidate, regression), reruns.count, rerunner)
+            verdicts[regression.test] = judge(regression, run_order(candidate, regression), reruns.count, rerunner,
+                                              known)
         announce(f"confirmation: {rerunner.summary()}")
+        if known.sets:
+            announce(known.summary())
     for regression in comparison.regressions:
         verdict = verdicts.get(regression.test)
         if verdict is None:  # flaky in history: already listed
@@ -82,7 +86,31 @@ def run_order(candidate: Side, regression: Regression) -> list[str]:
     return order[: order.index(regression.nodeid)] if regression.nodeid in order else order
 
 
-def judge(regression: Regression, earlier: Sequence[str], count: int, rerunner: Rerunner) -> Verdict:
+@dataclass
+class Polluters:
+    """The polluter sets confirmation has found so far, each with the regressions it explained: tried
+    on later regressions, the set that explained most first (ties: the one found first)."""
+
+    sets: dict[tuple[str, ...], int] = field(default_factory=dict)
+    bisections: int = 0  # regressions that no known set explained, bisected
+
+    def candidates(self, earlier: Sequence[str]) -> list[tuple[str, ...]]:
+        """Known sets whose every test ran before the regression in its file, in run order."""
+        ran = set(earlier)
+        return [found for found, _ in sorted(self.sets.items(), key=lambda item: -item[1]) if ran.issuperset(found)]
+
+    def explained(self, polluters: tuple[str, ...]) -> None:
+        self.sets[polluters] = self.sets.get(polluters, 0) + 1
+
+    def summary(self) -> str:
+        """`order dependence: 10 regressions explained by 1 polluter set, 1 bisection`."""
+        explained = sum(self.sets.values())
+        return (f"order dependence: {explained} regression{'s' * (explained != 1)} explained by {len(self.sets)} "
+                f"polluter set{'s' * (len(self.sets) != 1)}, {self.bisections} bisection{'s' * (self.bisections != 1)}")
+
+
+def judge(regression: Regression, earlier: Sequence[str], count: int, rerunner: Rerunner,
+          known: Polluters | None = None) -> Verdict:
     target = regression.nodeid
     candidate = replay_prefix(regression.replay, target)
     baseline = replay_prefix(regression.baseline_replay, target)
@@ -99,20 +127,43 @@ def judge(regression: Regression, earlier: Sequence[str], count: int, rerunner: 
         return Verdict(True, seen)
     if not (_all_passed(alone) and _all_passed(before)):
         return Verdict(False, f"flaky: {seen}")
-    return _order_dependence(candidate, baseline, target, earlier, count, rerunner, seen)
+    return _order_dependence(candidate, baseline, target, earlier, count, rerunner, seen,
+                             known if known is not None else Polluters())
 
 
 def _order_dependence(candidate: str, baseline: str, target: str, earlier: Sequence[str], count: int,
-                      rerunner: Rerunner, seen: str) -> Verdict:
-    """It passes alone: find the earlier tests that make it fail, and check they do so every time."""
+                      rerunner: Rerunner, seen: str, known: Polluters) -> Verdict:
+    """It passes alone: find the earlier tests that make it fail (a known polluter set first, else by
+    bisection), and check they do so every time."""
+    for polluters in known.candidates(earlier):
+        after = _outcomes(rerunner, candidate, [*polluters, target], target, count, stop=Outcome.PASSED)
+        if not _all_bad(after):
+            continue  # this set does not explain it (or not every time): the next one, or a bisection
+        verdict = _after_polluters(candidate, baseline, target, polluters, after, count, rerunner,
+                                   f"{seen}; a known polluter set")
+        if verdict.confirmed:
+            known.explained(polluters)
+            return verdict
+
     def reproduces(subset: Sequence[str]) -> bool:
         return rerunner.outcome(candidate, [*subset, target], target) in BAD_OUTCOMES
 
+    known.bisections += 1
     polluters = smallest_polluting_set(earlier, reproduces)
     if polluters is None:
         earlier_tests = f"{len(earlier)} test{'' if len(earlier) == 1 else 's'}"
         return Verdict(False, f"flaky: {seen}; the {earlier_tests} before it in its file did not make it fail again")
     after = _outcomes(rerunner, candidate, [*polluters, target], target, count)
+    verdict = _after_polluters(candidate, baseline, target, polluters, after, count, rerunner, seen)
+    if verdict.confirmed:
+        known.explained(polluters)
+    return verdict
+
+
+def _after_polluters(candidate: str, baseline: str, target: str, polluters: tuple[str, ...], after: list[str],
+                     count: int, rerunner: Rerunner, seen: str) -> Verdict:
+    """The verdict once the polluters then the test ran K times in the candidate (`after`): the same
+    K times in the baseline decide whether the failure is the candidate's."""
     before = _outcomes(rerunner, baseline, [*polluters, target], target, count)
     seen = f"{seen}; after {len(polluters)} earlier test(s): candidate {_tally(after)}, baseline {_tally(before)}"
     if _all_bad(after) and _all_passed(before):
@@ -120,8 +171,15 @@ def _order_dependence(candidate: str, baseline: str, target: str, earlier: Seque
     return Verdict(False, f"flaky: {seen}", polluters)
 
 
-def _outcomes(rerunner: Rerunner, prefix: str, nodeids: list[str], target: str, count: int) -> list[str]:
-    return [rerunner.outcome(prefix, nodeids, target) for _ in range(count)]
+def _outcomes(rerunner: Rerunner, prefix: str, nodeids: list[str], target: str, count: int,
+              stop: str | None = None) -> list[str]:
+    """K reruns' outcomes; with `stop`, none after the first that ended so (the rest cannot agree)."""
+    seen: list[str] = []
+    for _ in range(count):
+        seen.append(rerunner.outcome(prefix, nodeids, target))
+        if seen[-1] == stop:
+            break
+    return seen
 
 
 def _all_bad(outcomes: list[str]) -> bool:
