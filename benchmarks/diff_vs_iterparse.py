@@ -192,9 +192,15 @@ def diff(root: Path) -> int:
     return len(json.dumps(report(root)))
 
 
+# Fields the JSON report gained after the digests in EXPECTED were taken (the generated sides have
+# nothing to put in them: no confirmation runs here), left out so the digests still check the rest.
+LATER_FIELDS = ("order_dependence",)
+
+
 def outcomes(found: dict) -> str:
     """A digest of everything the report says about outcomes (where the sides were generated aside)."""
-    return hashlib.sha256(json.dumps({**found, "candidate_runs": [Path(p).name for p in found["candidate_runs"]]},
+    kept = {key: value for key, value in found.items() if key not in LATER_FIELDS}
+    return hashlib.sha256(json.dumps({**kept, "candidate_runs": [Path(p).name for p in found["candidate_runs"]]},
                                      sort_keys=True).encode()).hexdigest()
 
 
