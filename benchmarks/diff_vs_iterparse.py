@@ -348,9 +348,10 @@ def main() -> None:
               f"peak RSS {peak['re-diff'][0]:5.0f} MiB (target < 3 s)")
     if "diff-before" in seen:
         before_ratios = [d[0] / b[0] for d, b in zip(seen["diff"], seen["diff-before"])]
-        print(f"diff before the change ({args.before}): {median['diff-before']:7.2f} s  CPU {cpu['diff-before']:6.2f} s; "
-              f"ratio diff / diff-before: {statistics.median(before_ratios):.3f} (median of {len(before_ratios)} rounds: "
-              f"{', '.join(f'{r:.3f}' for r in before_ratios)}; target <= 1.05)")
+        print(f"diff before the change ({args.before}): {median['diff-before']:7.2f} s  "
+              f"CPU {cpu['diff-before']:6.2f} s; ratio diff / diff-before: {statistics.median(before_ratios):.3f} "
+              f"(median of {len(before_ratios)} rounds: {', '.join(f'{r:.3f}' for r in before_ratios)}; "
+              "target <= 1.05)")
     print(f"ratio diff / bare iterparse:  {statistics.median(ratios):.2f} elapsed (median of {len(ratios)} rounds: "
           f"{', '.join(f'{r:.2f}' for r in ratios)}; target <= 1.2), "
           f"{statistics.median(cpu_ratios):.2f} in CPU time (the diff reads both sides at once, in two processes)")

@@ -472,7 +472,7 @@ class _Reader:
 
     def findings(self) -> Findings:
         """What reading the file found beyond its results: call once it is read."""
-        notes = ()
+        notes: tuple[str, ...] = ()
         if self.unnamed:
             where, *names = self.unnamed
             notes = (f"{where}: {len(names)} <testcase> without a name, each named by its place in the file "
@@ -555,9 +555,10 @@ class _Reader:
             if isinstance(case, int):
                 self.plain.append(case)
                 self.run_modules[case] = suite_module
-                start, count = self.runs.start(case), self.runs.counts[case]  # type: ignore[union-attr]
+                runs: _Runs = self.runs  # type: ignore[assignment]  # set on the plain path
+                start, count = runs.start(case), runs.counts[case]
                 shown["tests"] += count
-                shown["skipped"] += count - self.runs.columns[_SKIP_COLUMNS[0]][start:start + count].count(None)  # type: ignore[union-attr]
+                shown["skipped"] += count - runs.columns[_SKIP_COLUMNS[0]][start:start + count].count(None)
             else:
                 shown["tests"] += 1
                 if not isinstance(case, dict):
@@ -659,14 +660,16 @@ def _fields(case: _Case, classname: str, module: str, suite_props: dict[str, str
     others = [element for element in case.results if element is not worst]
     message, text = outcome_attributes.get("message", ""), "".join(worst.text)
     if others:  # every element's message kept, the worst one first
-        message = "; ".join([message, *(f"also {e.tag}: {e.attributes.get('message', '')}".rstrip(": ") for e in others)])
+        message = "; ".join([message, *(f"also {e.tag}: {e.attributes.get('message', '')}".rstrip(": ")
+                                         for e in others)])
         text += "".join(f"\n--- also {e.tag} ---\n{''.join(e.text)}" for e in others if e.text)
     recorded = [props[key] for key in sorted((k for k in props if k.startswith("attempt.")), key=_attempt_number)
                 ] if "attempt.1" in props else []
     nodeid = props.get("nodeid", "")
     return (classname, case.attributes["name"],
             props.get("outcome") or _outcome(tag, outcome_attributes.get("type") or ""),
-            module, _seconds(case.attributes.get("time")), message, text, nodeid, props.get("replay") or _suite_replay(suite_props, nodeid),
+            module, _seconds(case.attributes.get("time")), message, text, nodeid,
+            props.get("replay") or _suite_replay(suite_props, nodeid),
             (*recorded, *case.attempts))
 
 
