@@ -455,6 +455,7 @@ class _Reader:
         elif tag in _OUTCOME_ELEMENTS:
             element = _Element(tag, attributes, [])
             self._detail().results.append(element)
+            self.suites[-1].shown[COUNTED_BY_TAG[tag]] += 1  # counted here: most tests hold none
             self.parser.CharacterDataHandler = element.text.append  # only an outcome's text is kept
         elif tag in _ATTEMPT_ELEMENTS:
             self._detail().attempts.append(f"{_ATTEMPT_ELEMENTS[tag]}: {attributes.get('message', '')}".rstrip(": "))
@@ -533,11 +534,8 @@ class _Reader:
             return
         found: dict[tuple[str, str], Fields] = {}
         suite_module = self._suite_module(suite)
-        shown = suite.shown
-        shown["tests"] += len(suite.cases)
+        suite.shown["tests"] += len(suite.cases)  # (their result elements were counted as they began)
         for case in suite.cases:
-            if not isinstance(case, dict):
-                shown.update(COUNTED_BY_TAG[element.tag] for element in case.results)  # type: ignore[union-attr]
             fields = self._case_fields(case, suite.properties, suite_module)  # type: ignore[arg-type]
             key = (fields[0], fields[1])
             earlier = found.get(key)
@@ -561,8 +559,6 @@ class _Reader:
                 shown["skipped"] += count - runs.columns[_SKIP_COLUMNS[0]][start:start + count].count(None)
             else:
                 shown["tests"] += 1
-                if not isinstance(case, dict):
-                    shown.update(COUNTED_BY_TAG[element.tag] for element in case.results)
                 self.plain.append(self._case_fields(case, suite.properties, suite_module))
 
     def _suite_module(self, suite: _Suite) -> str | None:
@@ -655,11 +651,12 @@ _PASSED = Outcome.PASSED.value  # a plain str: SQLite binds it without looking f
 def _fields(case: _Case, classname: str, module: str, suite_props: dict[str, str]) -> Fields:
     """The Fields of a case that holds more than its own element: properties, an outcome, attempts."""
     props = case.properties
-    worst = max(case.results, key=lambda element: _SEVERITY[element.tag]) if case.results else _NO_ELEMENT
-    tag, outcome_attributes = worst.tag, worst.attributes
-    others = [element for element in case.results if element is not worst]
-    message, text = outcome_attributes.get("message", ""), "".join(worst.text)
-    if others:  # every element's message kept, the worst one first
+    results = case.results
+    tag, outcome_attributes, texts = (results[0] if len(results) == 1 else _worst(results)) if results else _NO_ELEMENT
+    message, text = outcome_attributes.get("message", ""), "".join(texts)
+    if len(results) > 1:  # every element's message kept, the worst one first
+        worst = _worst(results)
+        others = [element for element in results if element is not worst]
         message = "; ".join([message, *(f"also {e.tag}: {e.attributes.get('message', '')}".rstrip(": ")
                                          for e in others)])
         text += "".join(f"\n--- also {e.tag} ---\n{''.join(e.text)}" for e in others if e.text)
@@ -674,6 +671,11 @@ def _fields(case: _Case, classname: str, module: str, suite_props: dict[str, str
 
 
 _NO_ELEMENT = _Element("", {}, [])
+
+
+def _worst(results: list[_Element]) -> _Element:
+    """The element that decides a test's outcome: the worst (the first of equals)."""
+    return max(results, key=lambda element: _SEVERITY[element.tag])
 
 
 def _count(value: str | None) -> int:
