@@ -50,8 +50,12 @@ def confirm(comparison: Comparison, candidate: Side, reruns: Reruns, announce: A
     flaky = list(comparison.flaky)
     verdicts: dict[str, Verdict] = {}
     known = Polluters()
+    orders = run_orders(candidate, {r.module for r in comparison.regressions})
+    # In run order: the regression that ran first has the fewest tests before it, so if it needs a
+    # bisection that one is the cheapest, and the polluters it finds are then known for the later ones.
+    ordered = sorted(comparison.regressions, key=lambda r: (r.module, len(earlier_in(orders, r)), r.test))
     with Rerunner(reruns.timeout, reruns.restart) as rerunner:
-        for number, regression in enumerate(comparison.regressions, 1):
+        for number, regression in enumerate(ordered, 1):
             evidence = (known_flaky or {}).get(regression.test)
             if evidence is not None:
                 announce(f"flaky in history, not rerun {number}/{len(comparison.regressions)}: {regression.test}")
@@ -59,7 +63,7 @@ def confirm(comparison: Comparison, candidate: Side, reruns: Reruns, announce: A
                                    f"flaky in history: {evidence}", regression.replay, confirmed=False))
                 continue
             announce(f"confirming {number}/{len(comparison.regressions)}: {regression.test}")
-            verdicts[regression.test] = judge(regression, run_order(candidate, regression), reruns.count, rerunner,
+            verdicts[regression.test] = judge(regression, earlier_in(orders, regression), reruns.count, rerunner,
                                               known)
         announce(f"confirmation: {rerunner.summary()}")
         if known.sets:
@@ -80,9 +84,18 @@ def confirm(comparison: Comparison, candidate: Side, reruns: Reruns, announce: A
                    modules=modules)
 
 
-def run_order(candidate: Side, regression: Regression) -> list[str]:
-    """Node ids of the tests that ran before this one in its file, in run order (JUnit order)."""
-    order = [r.nodeid for r in candidate.results if r.module == regression.module and r.nodeid]
+def run_orders(candidate: Side, modules: set[str]) -> dict[str, list[str]]:
+    """Node ids of each of `modules`' tests, in run order (JUnit order), read in one pass of the side."""
+    orders: dict[str, list[str]] = {module: [] for module in modules}
+    for result in candidate.results:
+        if result.module in orders and result.nodeid:
+            orders[result.module].append(result.nodeid)
+    return orders
+
+
+def earlier_in(orders: Mapping[str, list[str]], regression: Regression) -> list[str]:
+    """Node ids of the tests that ran before this one in its file, in run order."""
+    order = orders.get(regression.module, [])
     return order[: order.index(regression.nodeid)] if regression.nodeid in order else order
 
 
