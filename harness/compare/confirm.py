@@ -6,6 +6,15 @@ and passes every time in the baseline; when it fails sometimes, it is flaky. Whe
 time alone, the tests that ran before it in its file are rerun with it: if they make it fail, they
 are bisected to the smallest set that does (order dependence), and that set is rerun K times in both
 configurations like the test alone was. Anything that does not reproduce moves to `flaky`.
+
+Confirmation learns: one polluting test usually breaks many tests after it (PyTorch's
+test_custom_ops.py under CinderX: every regression after one test), so a polluter set found for one
+regression is tried first for every later one whose file ran it earlier, over the whole
+confirmation (every file of the run): the set then the test, K times in the candidate, K times in
+the baseline. Only a regression that no known set explains is bisected, and the set it finds joins
+the known ones. Sets from another file are not tried: each file ran in a process of its own, so
+they could not have caused the failure. Regressions are confirmed in run order, so the first one
+bisected has the fewest tests before it: the cheapest bisection.
 """
 
 from __future__ import annotations
