@@ -1,29 +1,28 @@
 """JUnit XML as other tools write it, read as its writers mean it (issue 39): the verdict a user sees
-for each shape in tests/fixtures/junit_shapes/, compared through `harness diff` as a user runs it."""
+for each shape in tests/fixtures/junit_shapes/ (the exit status and JSON report of `harness diff`)."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from harness.compare.diff import compare
+from harness.compare.sides import load_side
 from harness.exits import ExitStatus
 from harness.record.junit import read_results
+from harness.report.json_report import to_json
+from harness.report.model import build
 
 pytestmark = pytest.mark.unit
 
 SHAPES = Path(__file__).resolve().parents[1] / "fixtures" / "junit_shapes"
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def _diff(shape: str) -> tuple[int, dict]:
-    done = subprocess.run([sys.executable, "-m", "harness", "diff", str(SHAPES / shape / "baseline"),
-                           str(SHAPES / shape / "candidate"), "--format", "json"],
-                          capture_output=True, text=True, cwd=ROOT, check=False)
-    return done.returncode, json.loads(done.stdout)
+    """What `harness diff BASELINE CANDIDATE --format json` gives for a shape: exit status and report."""
+    comparison = compare(load_side(SHAPES / shape / "baseline"), load_side(SHAPES / shape / "candidate"))
+    return comparison.exit_status, to_json(build([comparison]))  # type: ignore[return-value]
 
 
 def test_a_skip_marker_beside_a_failure_or_an_error_does_not_hide_it():
