@@ -8,6 +8,14 @@ configuration makes REGRESSIONS of its tests fail; `diff --confirm K` then rerun
 times alone in both configurations. Prints the seconds per regression each way, and the ratio.
 
     python benchmarks/confirm.py [--python PATH] [--confirm K] [--rounds N]
+
+With `--runs BASELINE CANDIDATE` (two run directories, e.g. PyTorch's real test_custom_ops.py run
+through `--tests-dir` under stock and under cinderx-jit at threshold 1) it times `diff --confirm K`
+of those runs instead, and with `--before DIR` (a folder holding an earlier `harness` package, e.g.
+`git archive REV harness | tar -x -C DIR`) the same confirmation by that code too, in the same
+rounds: confirmation that learns its polluters (this code) against one that bisects every
+order-dependent regression (before it). Prints seconds per regression each way (target <= 10 s on 2
+cores) and how many regressions each confirmed order-dependent, with which polluters.
 """
 
 from __future__ import annotations
@@ -64,7 +72,13 @@ def main() -> None:
     parser.add_argument("--python", default=str(default if default.exists() else sys.executable))
     parser.add_argument("--confirm", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--runs", nargs=2, type=Path, metavar=("BASELINE", "CANDIDATE"),
+                        help="time the confirmation of these two run directories instead")
+    parser.add_argument("--before", type=Path, help="with --runs: a folder with an earlier harness package, timed too")
     args = parser.parse_args()
+    if args.runs:
+        real_runs(args.runs, args.confirm, args.rounds, args.before)
+        return
     with tempfile.TemporaryDirectory(prefix="harness-confirm-") as scratch:
         folder = Path(scratch)
         (folder / "tests").mkdir()
@@ -91,6 +105,37 @@ def main() -> None:
         print(f"{name}: {seconds:.1f} s for {REGRESSIONS} regressions x {args.confirm} reruns x 2 configurations "
               f"({reruns} reruns) = {seconds / REGRESSIONS:.2f} s per regression, {seconds / reruns:.2f} s per rerun")
     print(f"warm / fresh: {statistics.median(w / f for w, f in zip(times['warm'], times['fresh'])):.3f}")
+
+
+def real_runs(runs: list[Path], confirm: int, count: int, before: Path | None) -> None:
+    """`diff --confirm K` of two existing run directories, with this harness and (`before`) an earlier one."""
+    import json
+
+    with tempfile.TemporaryDirectory(prefix="harness-confirm-") as scratch:
+        commands, envs = {}, {}
+        for name, tree in (("after", ROOT), *((("before", before),) if before else ())):
+            out = Path(scratch) / name
+            commands[name] = [sys.executable, "-m", "harness", "diff", *map(str, runs), "--confirm", str(confirm),
+                              "--format", "json", "--out", str(out)]
+            envs[name] = {**os.environ, "PYTHONPATH": str(tree)}
+        times: dict[str, list[float]] = {name: [] for name in commands}
+        found: dict[str, dict] = {}
+        for index in range(count):
+            names = list(commands)[index % len(commands):] + list(commands)[:index % len(commands)]
+            for name in names:
+                times[name].append(timed(commands[name], envs[name], Path(scratch), ok=(0, 1)))
+                found[name] = json.loads((Path(scratch) / name / "report.json").read_text())
+                print(f"round {index + 1}, {name}: {times[name][-1]:.1f} s", flush=True)
+    for name, seconds in times.items():
+        regressions = found[name]["regressions"]
+        ordered = [r for r in regressions if r["polluters"]]
+        polluters = sorted({" then ".join(r["polluters"]) for r in ordered})
+        median = statistics.median(seconds)
+        print(f"{name}: {median:.1f} s for {len(regressions)} regressions ({len(ordered)} order-dependent, after "
+              f"{'; '.join(polluters) or 'none'}) = {median / max(len(regressions), 1):.1f} s per regression "
+              f"(target <= 10 s)")
+    if "before" in times:
+        print(f"after / before: {statistics.median(a / b for a, b in zip(times['after'], times['before'])):.3f}")
 
 
 def _failing_ops(python: str) -> list[str]:

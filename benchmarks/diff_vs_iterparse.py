@@ -1,7 +1,7 @@
 """Benchmark: the harness diff of two 500,000-test sides against a bare ElementTree iterparse of them.
 
     python benchmarks/diff_vs_iterparse.py [--files 500] [--cases 1000] [--style harness|pytest|pytorch]
-                                           [--rounds 3] [--keep DIR]
+                                           [--rounds 3] [--keep DIR] [--before DIR]
 
 Generates two sides of FILES x CASES tests (the candidate has a regression every 1,000 tests).
 `--style harness` writes run directories of the harness's own JUnit (outcome, node id and replay
@@ -15,6 +15,9 @@ pass every 500 tests). Then, in rounds, each phase in a fresh process, in rotati
   sides are streamed into SQLite (the ingest the diff needs is included);
 - re-diff (run directories only): the same, once both runs are in the results database
   (`db ingest` of each side, timed once).
+- diff-before (with `--before DIR`, a folder holding an earlier `harness` package, e.g. `git archive
+  REV harness | tar -x -C DIR`): the diff phase with that code, in the same rounds, so a change's
+  cost is measured against the code before it in one run (prints the ratio diff / diff-before).
 Prints the median of each phase, the median of the per-round ratios diff/bare (target <= 1.2),
 the re-diff time (target < 3 s) and peak memory (target <= 300 MB): each process's peak RSS (the
 diff's worker process, which streams one side, beside the main one; RSS counts the pages they
@@ -37,6 +40,7 @@ import re
 import resource
 import shlex
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -188,9 +192,15 @@ def diff(root: Path) -> int:
     return len(json.dumps(report(root)))
 
 
+# Fields the JSON report gained after the digests in EXPECTED were taken (the generated sides have
+# nothing to put in them: no confirmation runs here), left out so the digests still check the rest.
+LATER_FIELDS = ("order_dependence",)
+
+
 def outcomes(found: dict) -> str:
     """A digest of everything the report says about outcomes (where the sides were generated aside)."""
-    return hashlib.sha256(json.dumps({**found, "candidate_runs": [Path(p).name for p in found["candidate_runs"]]},
+    kept = {key: value for key, value in found.items() if key not in LATER_FIELDS}
+    return hashlib.sha256(json.dumps({**kept, "candidate_runs": [Path(p).name for p in found["candidate_runs"]]},
                                      sort_keys=True).encode()).hexdigest()
 
 
@@ -231,6 +241,33 @@ def in_fresh_process(phase: str, root: Path, database: Path,
     return (*result, peak / 1024)
 
 
+BEFORE = """
+import json, os, resource, sys, time
+from pathlib import Path
+from harness.compare.diff import compare
+from harness.compare.sides import load_side
+from harness.report.json_report import to_json
+from harness.report.model import build
+root, database, sides = Path(sys.argv[1]), sys.argv[2], [Path(p) for p in sys.argv[3:]]
+os.environ["HARNESS_DB"] = database
+cpu = [resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
+began = time.perf_counter()
+size = len(json.dumps(to_json(build([compare(*(load_side(side) for side in sides))]))))
+seconds = time.perf_counter() - began
+usage = [resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
+print(json.dumps([seconds, *(u.ru_maxrss / 1024 for u in usage), size,
+                  sum(u.ru_utime + u.ru_stime - c.ru_utime - c.ru_stime for u, c in zip(usage, cpu)), 0]))
+"""
+
+
+def before_diff(before: Path, root: Path, database: Path) -> tuple[float, float, float, int, float, float]:
+    """The diff phase run by the harness package in `before`, in a fresh interpreter (its own imports)."""
+    done = subprocess.run([sys.executable, "-c", BEFORE, str(root), str(database), *map(str, sides(root))],
+                          capture_output=True, text=True, check=True, cwd=before,
+                          env={**os.environ, "PYTHONPATH": str(before)})
+    return tuple(json.loads(done.stdout.splitlines()[-1]))  # type: ignore[return-value]
+
+
 def tree_pss(pid: int) -> int:
     """Proportional set size (KiB) of a process and its descendants, from /proc."""
     total, pending = 0, [pid]
@@ -253,7 +290,10 @@ def main() -> None:
     parser.add_argument("--style", choices=tuple(EXPECTED), default="harness")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--keep", type=Path, help="generate into this (empty) folder and keep it")
+    parser.add_argument("--before", type=Path, help="a folder with an earlier harness package: its diff is timed too")
     args = parser.parse_args()
+    if args.before is not None and not (args.before / "harness" / "__init__.py").is_file():
+        parser.error(f"--before {args.before}: no harness package in it")
     with tempfile.TemporaryDirectory(prefix="harness-bench-") as temporary:
         root = args.keep or Path(temporary)
         root.mkdir(parents=True, exist_ok=True)
@@ -271,6 +311,8 @@ def main() -> None:
             sys.exit(f"the diff's outcomes differ from the expectation: {digest}, expected {expected}")
         print(f"outcomes: as expected ({digest[:16]})", flush=True)
         phases = {"bare": ("bare", absent), "diff": ("diff", absent)}
+        if args.before is not None:
+            phases["diff-before"] = ("diff-before", absent)
         ingested: dict[str, float] = {}
         if args.style != "pytorch":  # run directories: the results database can hold them
             for side, run in runs.items():
@@ -282,7 +324,8 @@ def main() -> None:
         for number in range(args.rounds):
             names = list(phases)[number % len(phases):] + list(phases)[:number % len(phases)]
             for name in names:
-                seen[name].append(in_fresh_process(phases[name][0], root, phases[name][1]))
+                seen[name].append(before_diff(args.before, root, phases[name][1]) if name == "diff-before" else
+                                  in_fresh_process(phases[name][0], root, phases[name][1]))
             print(f"round {number + 1}: " + ", ".join(f"{name} {seen[name][-1][0]:.2f} s" for name in phases),
                   flush=True)
         footprint = in_fresh_process("diff", root, absent, SAMPLE)[5]
@@ -303,6 +346,12 @@ def main() -> None:
               f"{', '.join(f'{side} {seconds:.2f} s' for side, seconds in ingested.items())})")
         print(f"re-diff of the ingested runs: {median['re-diff']:7.2f} s  CPU {cpu['re-diff']:6.2f} s  "
               f"peak RSS {peak['re-diff'][0]:5.0f} MiB (target < 3 s)")
+    if "diff-before" in seen:
+        before_ratios = [d[0] / b[0] for d, b in zip(seen["diff"], seen["diff-before"])]
+        print(f"diff before the change ({args.before}): {median['diff-before']:7.2f} s  "
+              f"CPU {cpu['diff-before']:6.2f} s; ratio diff / diff-before: {statistics.median(before_ratios):.3f} "
+              f"(median of {len(before_ratios)} rounds: {', '.join(f'{r:.3f}' for r in before_ratios)}; "
+              "target <= 1.05)")
     print(f"ratio diff / bare iterparse:  {statistics.median(ratios):.2f} elapsed (median of {len(ratios)} rounds: "
           f"{', '.join(f'{r:.2f}' for r in ratios)}; target <= 1.2), "
           f"{statistics.median(cpu_ratios):.2f} in CPU time (the diff reads both sides at once, in two processes)")

@@ -6,13 +6,22 @@ and passes every time in the baseline; when it fails sometimes, it is flaky. Whe
 time alone, the tests that ran before it in its file are rerun with it: if they make it fail, they
 are bisected to the smallest set that does (order dependence), and that set is rerun K times in both
 configurations like the test alone was. Anything that does not reproduce moves to `flaky`.
+
+Confirmation learns: one polluting test usually breaks many tests after it (PyTorch's
+test_custom_ops.py under CinderX: every regression after one test), so a polluter set found for one
+regression is tried first for every later one whose file ran it earlier, over the whole
+confirmation (every file of the run): the set then the test, K times in the candidate, K times in
+the baseline. Only a regression that no known set explains is bisected, and the set it finds joins
+the known ones. Sets from another file are not tried: each file ran in a process of its own, so
+they could not have caused the failure. Regressions are confirmed in run order, so the first one
+bisected has the fewest tests before it: the cheapest bisection.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from harness.compare import replay
 from harness.compare.bisect import smallest_polluting_set
@@ -49,8 +58,13 @@ def confirm(comparison: Comparison, candidate: Side, reruns: Reruns, announce: A
     kept: list[Regression] = []
     flaky = list(comparison.flaky)
     verdicts: dict[str, Verdict] = {}
+    known = Polluters()
+    orders = run_orders(candidate, {r.module for r in comparison.regressions})
+    # In run order: the regression that ran first has the fewest tests before it, so if it needs a
+    # bisection that one is the cheapest, and the polluters it finds are then known for the later ones.
+    ordered = sorted(comparison.regressions, key=lambda r: (r.module, len(earlier_in(orders, r)), r.test))
     with Rerunner(reruns.timeout, reruns.restart) as rerunner:
-        for number, regression in enumerate(comparison.regressions, 1):
+        for number, regression in enumerate(ordered, 1):
             evidence = (known_flaky or {}).get(regression.test)
             if evidence is not None:
                 announce(f"flaky in history, not rerun {number}/{len(comparison.regressions)}: {regression.test}")
@@ -58,8 +72,11 @@ def confirm(comparison: Comparison, candidate: Side, reruns: Reruns, announce: A
                                    f"flaky in history: {evidence}", regression.replay, confirmed=False))
                 continue
             announce(f"confirming {number}/{len(comparison.regressions)}: {regression.test}")
-            verdicts[regression.test] = judge(regression, run_order(candidate, regression), reruns.count, rerunner)
+            verdicts[regression.test] = judge(regression, earlier_in(orders, regression), reruns.count, rerunner,
+                                              known)
         announce(f"confirmation: {rerunner.summary()}")
+        if known.sets:
+            announce(known.summary())
     for regression in comparison.regressions:
         verdict = verdicts.get(regression.test)
         if verdict is None:  # flaky in history: already listed
@@ -76,13 +93,46 @@ def confirm(comparison: Comparison, candidate: Side, reruns: Reruns, announce: A
                    modules=modules)
 
 
-def run_order(candidate: Side, regression: Regression) -> list[str]:
-    """Node ids of the tests that ran before this one in its file, in run order (JUnit order)."""
-    order = [r.nodeid for r in candidate.results if r.module == regression.module and r.nodeid]
+def run_orders(candidate: Side, modules: set[str]) -> dict[str, list[str]]:
+    """Node ids of each of `modules`' tests, in run order (JUnit order), read in one pass of the side."""
+    orders: dict[str, list[str]] = {module: [] for module in modules}
+    for result in candidate.results:
+        if result.module in orders and result.nodeid:
+            orders[result.module].append(result.nodeid)
+    return orders
+
+
+def earlier_in(orders: Mapping[str, list[str]], regression: Regression) -> list[str]:
+    """Node ids of the tests that ran before this one in its file, in run order."""
+    order = orders.get(regression.module, [])
     return order[: order.index(regression.nodeid)] if regression.nodeid in order else order
 
 
-def judge(regression: Regression, earlier: Sequence[str], count: int, rerunner: Rerunner) -> Verdict:
+@dataclass
+class Polluters:
+    """The polluter sets confirmation has found so far, each with the regressions it explained: tried
+    on later regressions, the set that explained most first (ties: the one found first)."""
+
+    sets: dict[tuple[str, ...], int] = field(default_factory=dict)
+    bisections: int = 0  # regressions that no known set explained, bisected
+
+    def candidates(self, earlier: Sequence[str]) -> list[tuple[str, ...]]:
+        """Known sets whose every test ran before the regression in its file, in run order."""
+        ran = set(earlier)
+        return [found for found, _ in sorted(self.sets.items(), key=lambda item: -item[1]) if ran.issuperset(found)]
+
+    def explained(self, polluters: tuple[str, ...]) -> None:
+        self.sets[polluters] = self.sets.get(polluters, 0) + 1
+
+    def summary(self) -> str:
+        """`order dependence: 10 regressions explained by 1 polluter set, 1 bisection`."""
+        explained = sum(self.sets.values())
+        return (f"order dependence: {explained} regression{'s' * (explained != 1)} explained by {len(self.sets)} "
+                f"polluter set{'s' * (len(self.sets) != 1)}, {self.bisections} bisection{'s' * (self.bisections != 1)}")
+
+
+def judge(regression: Regression, earlier: Sequence[str], count: int, rerunner: Rerunner,
+          known: Polluters | None = None) -> Verdict:
     target = regression.nodeid
     candidate = replay_prefix(regression.replay, target)
     baseline = replay_prefix(regression.baseline_replay, target)
@@ -99,20 +149,43 @@ def judge(regression: Regression, earlier: Sequence[str], count: int, rerunner: 
         return Verdict(True, seen)
     if not (_all_passed(alone) and _all_passed(before)):
         return Verdict(False, f"flaky: {seen}")
-    return _order_dependence(candidate, baseline, target, earlier, count, rerunner, seen)
+    return _order_dependence(candidate, baseline, target, earlier, count, rerunner, seen,
+                             known if known is not None else Polluters())
 
 
 def _order_dependence(candidate: str, baseline: str, target: str, earlier: Sequence[str], count: int,
-                      rerunner: Rerunner, seen: str) -> Verdict:
-    """It passes alone: find the earlier tests that make it fail, and check they do so every time."""
+                      rerunner: Rerunner, seen: str, known: Polluters) -> Verdict:
+    """It passes alone: find the earlier tests that make it fail (a known polluter set first, else by
+    bisection), and check they do so every time."""
+    for polluters in known.candidates(earlier):
+        after = _outcomes(rerunner, candidate, [*polluters, target], target, count, stop=Outcome.PASSED)
+        if not _all_bad(after):
+            continue  # this set does not explain it (or not every time): the next one, or a bisection
+        verdict = _after_polluters(candidate, baseline, target, polluters, after, count, rerunner,
+                                   f"{seen}; a known polluter set")
+        if verdict.confirmed:
+            known.explained(polluters)
+            return verdict
+
     def reproduces(subset: Sequence[str]) -> bool:
         return rerunner.outcome(candidate, [*subset, target], target) in BAD_OUTCOMES
 
+    known.bisections += 1
     polluters = smallest_polluting_set(earlier, reproduces)
     if polluters is None:
         earlier_tests = f"{len(earlier)} test{'' if len(earlier) == 1 else 's'}"
         return Verdict(False, f"flaky: {seen}; the {earlier_tests} before it in its file did not make it fail again")
     after = _outcomes(rerunner, candidate, [*polluters, target], target, count)
+    verdict = _after_polluters(candidate, baseline, target, polluters, after, count, rerunner, seen)
+    if verdict.confirmed:
+        known.explained(polluters)
+    return verdict
+
+
+def _after_polluters(candidate: str, baseline: str, target: str, polluters: tuple[str, ...], after: list[str],
+                     count: int, rerunner: Rerunner, seen: str) -> Verdict:
+    """The verdict once the polluters then the test ran K times in the candidate (`after`): the same
+    K times in the baseline decide whether the failure is the candidate's."""
     before = _outcomes(rerunner, baseline, [*polluters, target], target, count)
     seen = f"{seen}; after {len(polluters)} earlier test(s): candidate {_tally(after)}, baseline {_tally(before)}"
     if _all_bad(after) and _all_passed(before):
@@ -120,8 +193,15 @@ def _order_dependence(candidate: str, baseline: str, target: str, earlier: Seque
     return Verdict(False, f"flaky: {seen}", polluters)
 
 
-def _outcomes(rerunner: Rerunner, prefix: str, nodeids: list[str], target: str, count: int) -> list[str]:
-    return [rerunner.outcome(prefix, nodeids, target) for _ in range(count)]
+def _outcomes(rerunner: Rerunner, prefix: str, nodeids: list[str], target: str, count: int,
+              stop: str | None = None) -> list[str]:
+    """K reruns' outcomes; with `stop`, none after the first that ended so (the rest cannot agree)."""
+    seen: list[str] = []
+    for _ in range(count):
+        seen.append(rerunner.outcome(prefix, nodeids, target))
+        if seen[-1] == stop:
+            break
+    return seen
 
 
 def _all_bad(outcomes: list[str]) -> bool:

@@ -155,6 +155,7 @@ def compare(baseline: Side, candidate: Side, allow: Allowances = Allowances()) -
         prefixes = _replay_prefixes(sides, crashed_files)
         counts = sides.counts(sides.before), sides.counts(sides.after)
         repeated = _repeated_notes(sides.streamed)
+        reading = validity.reading_findings(sides.streamed)
     regressions: list[Regression] = []
     flaky: list[Flaky] = []
     for key, old in before.items():
@@ -179,8 +180,9 @@ def compare(baseline: Side, candidate: Side, allow: Allowances = Allowances()) -
     return Comparison(
         baseline=baseline.label,
         candidate=candidate.label,
-        problems=tuple(validity.problems(baseline, candidate, allow)),
-        notes=tuple(_notes(baseline, candidate) + repeated + validity.allowance_notes(baseline, candidate, allow)),
+        problems=tuple(validity.problems(baseline, candidate, allow)) + reading.problems,
+        notes=tuple(_notes(baseline, candidate) + repeated + validity.allowance_notes(baseline, candidate, allow))
+        + reading.notes,
         regressions=tuple(sorted(regressions, key=lambda r: r.test)),
         fixes=tuple(sorted(k for k, new in after.items()
                            if new.outcome == Outcome.PASSED and k in before and before[k].outcome in BAD_OUTCOMES)),

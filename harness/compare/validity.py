@@ -2,18 +2,22 @@
 
 A JIT run that compiled nothing, a JIT whose settings read back from CinderX in a test process
 differ from the configuration's request (mode, threshold, activation), a baseline that could import
-CinderX, different torch versions, interpreters, processor architectures or test sources, a run that did not finish, or
-shards that do not add up to one run make the comparison invalid (exit status 2), whatever the
-test outcomes say.
+CinderX, different torch versions, interpreters, processor architectures or test sources, a run that
+did not finish, shards that do not add up to one run, or a JUnit suite that claims more tests,
+failures, errors or skips than its tests show (a report cut short: what it lost would go unseen) make
+the comparison invalid (exit status 2), whatever the test outcomes say.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from harness.protocol import DEFAULT_THRESHOLD, Activation, JitMode
+from harness.record.junit import Findings
 from harness.record.model import Descendants, FileRecord, RunRecord
+from harness.record.stream import Streamed
 from harness.compare.sides import Side
 
 
@@ -42,6 +46,16 @@ def problems(baseline: Side, candidate: Side, allow: Allowances = Allowances()) 
     if baseline.record is None or candidate.record is None:
         return found
     found.extend(_pair_problems(baseline, candidate, allow))
+    return found
+
+
+def reading_findings(streamed: Mapping[str, Streamed]) -> Findings:
+    """What reading each side's JUnit files found (claimed counts its tests do not show: problems;
+    tests without a name: notes), each said with its side, baseline first."""
+    found = Findings()
+    for role, side in sorted(streamed.items()):
+        found += Findings(tuple(f"{role}: {p}" for p in side.findings.problems),
+                          tuple(f"{role}: {n}" for n in side.findings.notes))
     return found
 
 

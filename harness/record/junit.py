@@ -23,12 +23,14 @@ from __future__ import annotations
 import io
 import re
 import shlex
+from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from itertools import accumulate, chain, compress, islice
 from operator import methodcaller
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, NamedTuple
 from pyexpat import ExpatError, ParserCreate
 
 from defusedxml import DefusedXmlException, EntitiesForbidden, ExternalReferenceForbidden
@@ -156,24 +158,30 @@ def iter_results(path: Path) -> Iterator[TestResult]:
             yield TestResult(*fields)
 
 
-def iter_fields(path: Path) -> Iterator[Batch]:
+def iter_fields(path: Path, findings: list[Findings] | None = None) -> Iterator[Batch]:
     """The tests of `read_results` in batches (the suites settled after each chunk read): Fields, and
-    the plain passes of a file of the plain shape (`_plain_batches`) as columns."""
+    the plain passes of a file of the plain shape (`_plain_batches`) as columns. Once the file is
+    read, what reading it found beyond its results is appended to `findings`, when given."""
     try:
         data = path.read_bytes() if path.stat().st_size <= PLAIN_BYTES else None
         plain = _plain_batches(path, data) if data is not None else None
         if plain is not None:
-            yield from plain
-            return
-        with io.BytesIO(data) if data is not None else open(path, "rb") as handle:  # read once, whichever way
-            yield from _Reader(path).read(handle)
+            batches, reader = plain
+            yield from batches
+        else:
+            reader = _Reader(path)
+            with io.BytesIO(data) if data is not None else open(path, "rb") as handle:  # read once, whichever way
+                yield from reader.read(handle)
     except (ExpatError, DefusedXmlException, OSError, UnicodeError, ValueError) as error:
         reason = " ".join(str(error).split()) or type(error).__name__
         raise HarnessError(f"{path}: not readable as JUnit XML: {type(error).__name__}: {reason}") from None
+    if findings is not None:
+        findings.append(reader.findings())
 
 
-def _plain_batches(path: Path, data: bytes) -> list[Batch] | None:
-    """A whole file's batches (its bytes: `data`) read the fast way, or None when the file is not of the plain shape
+def _plain_batches(path: Path, data: bytes) -> tuple[list[Batch], _Reader] | None:
+    """A whole file's batches (its bytes: `data`) read the fast way, and the reader that read them,
+    or None when the file is not of the plain shape
     (then the streaming reader reads it, and says what is wrong with it if anything is).
 
     The plain shape: UTF-8, at most PLAIN_BYTES, no markup declaration, comment, CDATA section or
@@ -185,7 +193,8 @@ def _plain_batches(path: Path, data: bytes) -> list[Batch] | None:
     none expanded) and rooted in <testsuites> or <testsuite>, and a stand-in outside the root or
     inside another test is refused, so the whole file is well-formed exactly when the rest is.
     Whatever the plain path does not read as the streaming reader would (a test written twice in
-    the file, anything malformed) goes to the streaming reader, which also gives any error."""
+    the file, a test without a name, anything malformed) goes to the streaming reader, which also
+    gives any error."""
     text = _plain_text(data)
     layout = _Layout.of(text) if text is not None else None
     if layout is None:
@@ -193,8 +202,9 @@ def _plain_batches(path: Path, data: bytes) -> list[Batch] | None:
     runs, reduced = layout.split(text)  # type: ignore[arg-type]
     if reduced.rstrip().endswith("?>"):
         return None  # a run after the root element (expat would take a stand-in there)
+    reader = _Reader(path, runs)
     try:
-        return _Reader(path, runs).read_whole(reduced)
+        return reader.read_whole(reduced), reader
     except (_NotPlain, ExpatError, HarnessError, ValueError):
         return None
 
@@ -224,9 +234,13 @@ class _Runs:
     columns: dict[str, list[str]]
     counts: list[int]
 
-    @property
+    @cached_property
     def starts(self) -> list[int]:
         return list(accumulate(self.counts, initial=0))
+
+    def start(self, number: int) -> int:
+        """Where run `number` starts in the columns."""
+        return self.starts[number]
 
 
 class _NotPlain(Exception):
@@ -290,14 +304,21 @@ class _Case:
     """What a <testcase> holds beyond its own element: made only for a case that has some (a pass in
     pytest's JUnit stays a bare attribute dict)."""
 
-    __slots__ = ("attributes", "properties", "outcome", "text", "attempts")
+    __slots__ = ("attributes", "properties", "results", "attempts")
 
     def __init__(self, attributes: dict[str, str]) -> None:
         self.attributes = attributes
         self.properties: dict[str, str] = {}
-        self.outcome: tuple[str, dict[str, str]] | None = None  # the first failure/error/skipped element
-        self.text: list[str] = []
+        self.results: list[_Element] = []  # every failure/error/skipped element, in the file's order
         self.attempts: list[str] = []
+
+
+class _Element(NamedTuple):
+    """One result element of a test (<failure>, <error>, <skipped>): a test may hold several."""
+
+    tag: str
+    attributes: dict[str, str]
+    text: list[str]
 
 
 @dataclass
@@ -305,6 +326,21 @@ class _Suite:
     properties: dict[str, str] = field(default_factory=dict)
     cases: list[_Case | dict[str, str] | int] = field(default_factory=list)  # a bare case is its attributes,
     # a run of plain tests set aside by the plain path is its block's number
+    claims: dict[str, str] = field(default_factory=dict)  # the element's own attributes: the counts it claims
+    shown: Counter[str] = field(default_factory=Counter)  # what its tests (and inner suites') show, by COUNTED name
+
+
+@dataclass(frozen=True)
+class Findings:
+    """What reading a side's files found that the results alone do not say: `problems` (suites whose
+    claimed counts their tests do not show: the comparison cannot be valid) and `notes` (tests
+    without a name, named by their place)."""
+
+    problems: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    def __add__(self, other: Findings) -> Findings:
+        return Findings(self.problems + other.problems, self.notes + other.notes)
 
 
 class _Reader:
@@ -326,6 +362,9 @@ class _Reader:
         self.cases = self.suites[-1].cases  # the innermost suite's (a case's end puts it there)
         self.case: dict[str, str] | None = None  # the attributes of the open <testcase>
         self.detail: _Case | None = None  # and what it holds, once it holds something
+        self.position = 0  # <testcase> elements begun (counted on the streaming path only)
+        self.unnamed: list[str] = []  # names given to tests without one, by their place in the file
+        self.problems: list[str] = []  # suites that claim more tests of a kind than they hold
         self.file_modules: dict[str, str] = {}  # a case's file attribute -> its module
         self.class_modules: dict[str, str] = {}  # a case's classname (no file attribute) -> its module
         self.parser = ParserCreate()
@@ -400,26 +439,46 @@ class _Reader:
 
     def _start(self, tag: str, attributes: dict[str, str]) -> None:
         if tag == "testcase":
+            self.position += 1
             name = attributes.get("name")
             if not name or name.isspace():
-                raise HarnessError(f"{self.path}:{self.parser.CurrentLineNumber}: <testcase> without a name: "
-                                   "a test that cannot be named cannot be compared")
+                attributes = self._named(attributes)
             self.case, self.detail = attributes, None
         elif tag == "property":
             target = self.suites[-1].properties if self.case is None else self._detail().properties
             target[attributes.get("name", "")] = attributes.get("value", "")
         elif tag == "testsuite":
-            self.suites.append(_Suite())
+            self.suites.append(_Suite(claims=attributes))
             self.cases = self.suites[-1].cases
         elif self.case is None:
             return
         elif tag in _OUTCOME_ELEMENTS:
-            detail = self._detail()
-            if detail.outcome is None:
-                detail.outcome = (tag, attributes)
-                self.parser.CharacterDataHandler = detail.text.append  # only an outcome's text is kept
+            element = _Element(tag, attributes, [])
+            self._detail().results.append(element)
+            self.suites[-1].shown[COUNTED_BY_TAG[tag]] += 1  # counted here: most tests hold none
+            self.parser.CharacterDataHandler = element.text.append  # only an outcome's text is kept
         elif tag in _ATTEMPT_ELEMENTS:
             self._detail().attempts.append(f"{_ATTEMPT_ELEMENTS[tag]}: {attributes.get('message', '')}".rstrip(": "))
+
+    def _named(self, attributes: dict[str, str]) -> dict[str, str]:
+        """A test written without a name, named by its file and its place among the file's tests (the
+        same on both sides of a comparison of one writer's reports), so the others are still compared."""
+        if self.runs is not None:
+            raise _NotPlain  # the plain path does not count tests: the streaming reader names it
+        name = f"unnamed testcase {self.position} of {self.path.name}"
+        if not self.unnamed:
+            self.unnamed.append(f"{self.path}:{self.parser.CurrentLineNumber}")
+        self.unnamed.append(name)
+        return {**attributes, "name": name}
+
+    def findings(self) -> Findings:
+        """What reading the file found beyond its results: call once it is read."""
+        notes: tuple[str, ...] = ()
+        if self.unnamed:
+            where, *names = self.unnamed
+            notes = (f"{where}: {len(names)} <testcase> without a name, each named by its place in the file "
+                     f"({names[0]}{', ...' if len(names) > 1 else ''}); the other tests are compared as usual",)
+        return Findings(tuple(self.problems), notes)
 
     def _detail(self) -> _Case:
         """The open <testcase>'s _Case (called only inside one), made when it first holds something."""
@@ -435,7 +494,10 @@ class _Reader:
         elif tag == "property":
             return
         elif tag == "testsuite":
-            self._settle(self.suites.pop())
+            suite = self.suites.pop()
+            self._settle(suite)
+            self._check_claims(suite)
+            self.suites[-1].shown.update(suite.shown)
             self.cases = self.suites[-1].cases
         elif tag in _OUTCOME_ELEMENTS:
             self.parser.CharacterDataHandler = None
@@ -452,6 +514,18 @@ class _Reader:
     def _external(self, context: str, base: str | None, system_id: str | None, public_id: str | None) -> None:
         raise ExternalReferenceForbidden(context, base, system_id, public_id)
 
+    def _check_claims(self, suite: _Suite) -> None:
+        """A suite that claims more tests, failures, errors or skips than its tests show is a report cut
+        short or a writer that only summarises: failures it claims may be missing from the results."""
+        claimed = {name: _count(suite.claims.get(name)) for name in COUNTED}
+        short = [name for name, number in claimed.items() if number > suite.shown[name]]
+        if short:
+            label = f" '{suite.claims['name']}'" if suite.claims.get("name") else ""
+            self.problems.append(
+                f"{self.path}: <testsuite{label}> claims " + ", ".join(f"{name}={claimed[name]}" for name in short)
+                + " but its <testcase> elements show " + ", ".join(f"{name}={suite.shown[name]}" for name in short)
+                + ": tests may be missing from this side's results")
+
     def _settle(self, suite: _Suite) -> None:
         """A suite's cases become Fields once its properties (file, replay_prefix) are known;
         a test written twice in one suite is a rerun: the last attempt decides."""
@@ -460,6 +534,7 @@ class _Reader:
             return
         found: dict[tuple[str, str], Fields] = {}
         suite_module = self._suite_module(suite)
+        suite.shown["tests"] += len(suite.cases)  # (their result elements were counted as they began)
         for case in suite.cases:
             fields = self._case_fields(case, suite.properties, suite_module)  # type: ignore[arg-type]
             key = (fields[0], fields[1])
@@ -473,11 +548,17 @@ class _Reader:
     def _settle_plain(self, suite: _Suite) -> None:
         """On the plain path: a suite's tests, and its runs of plain tests, in order."""
         suite_module = self._suite_module(suite)
+        shown = suite.shown
         for case in suite.cases:
             if isinstance(case, int):
                 self.plain.append(case)
                 self.run_modules[case] = suite_module
+                runs: _Runs = self.runs  # type: ignore[assignment]  # set on the plain path
+                start, count = runs.start(case), runs.counts[case]
+                shown["tests"] += count
+                shown["skipped"] += count - runs.columns[_SKIP_COLUMNS[0]][start:start + count].count(None)
             else:
+                shown["tests"] += 1
                 self.plain.append(self._case_fields(case, suite.properties, suite_module))
 
     def _suite_module(self, suite: _Suite) -> str | None:
@@ -558,21 +639,51 @@ class _Reader:
         return module
 
 _OUTCOME_ELEMENTS = frozenset({"failure", "error", "skipped"})
+# How bad each result element is: a test holding several is the worst of them (a writer that marks a
+# test skipped and then records its failure means a failure), and keeps every message.
+_SEVERITY = {"skipped": 0, "failure": 1, "error": 2}
+# The counts a <testsuite> claims, by attribute, and the result element each counts.
+COUNTED = ("tests", "failures", "errors", "skipped")
+COUNTED_BY_TAG = {"failure": "failures", "error": "errors", "skipped": "skipped"}
 _PASSED = Outcome.PASSED.value  # a plain str: SQLite binds it without looking for an adapter
 
 
 def _fields(case: _Case, classname: str, module: str, suite_props: dict[str, str]) -> Fields:
     """The Fields of a case that holds more than its own element: properties, an outcome, attempts."""
     props = case.properties
-    tag, outcome_attributes = case.outcome or ("", {})
+    results = case.results
+    tag, outcome_attributes, texts = (results[0] if len(results) == 1 else _worst(results)) if results else _NO_ELEMENT
+    message, text = outcome_attributes.get("message", ""), "".join(texts)
+    if len(results) > 1:  # every element's message kept, the worst one first
+        worst = _worst(results)
+        others = [element for element in results if element is not worst]
+        message = "; ".join([message, *(f"also {e.tag}: {e.attributes.get('message', '')}".rstrip(": ")
+                                         for e in others)])
+        text += "".join(f"\n--- also {e.tag} ---\n{''.join(e.text)}" for e in others if e.text)
     recorded = [props[key] for key in sorted((k for k in props if k.startswith("attempt.")), key=_attempt_number)
                 ] if "attempt.1" in props else []
     nodeid = props.get("nodeid", "")
     return (classname, case.attributes["name"],
             props.get("outcome") or _outcome(tag, outcome_attributes.get("type") or ""),
-            module, _seconds(case.attributes.get("time")), outcome_attributes.get("message", ""),
-            "".join(case.text), nodeid, props.get("replay") or _suite_replay(suite_props, nodeid),
+            module, _seconds(case.attributes.get("time")), message, text, nodeid,
+            props.get("replay") or _suite_replay(suite_props, nodeid),
             (*recorded, *case.attempts))
+
+
+_NO_ELEMENT = _Element("", {}, [])
+
+
+def _worst(results: list[_Element]) -> _Element:
+    """The element that decides a test's outcome: the worst (the first of equals)."""
+    return max(results, key=lambda element: _SEVERITY[element.tag])
+
+
+def _count(value: str | None) -> int:
+    """A claimed count as a number: one that is not a whole number claims nothing."""
+    try:
+        return int(value or 0)
+    except ValueError:
+        return 0
 
 
 def _rerun(earlier: Fields, later: Fields) -> Fields:
@@ -677,14 +788,15 @@ class JUnitFiles:
             for fields in batch_fields(batch):
                 yield TestResult(*fields)
 
-    def batches(self) -> Iterator[Batch]:
-        """Every file's tests, a batch at a time (what the stream into SQLite reads). A file
+    def batches(self, findings: list[Findings] | None = None) -> Iterator[Batch]:
+        """Every file's tests, a batch at a time (what the stream into SQLite reads); what reading each
+        file found beyond its results is appended to `findings`, when given. A file
         that cannot be read does not stop the others: once all are read, one line names it, and the
         others that could not be read with it (so one pass finds every broken file of a side)."""
         unreadable: list[tuple[Path, HarnessError]] = []
         for path in self.paths:
             try:
-                yield from iter_fields(path)
+                yield from iter_fields(path, findings)
             except HarnessError as error:
                 unreadable.append((path, error))
         if unreadable:

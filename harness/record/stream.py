@@ -33,7 +33,7 @@ from operator import itemgetter
 from harness.protocol import Outcome
 from harness.record.database import writing
 from harness.record.identity import Reported, keyed, keys, merge
-from harness.record.junit import JUnitFiles, replay_command, replay_prefix
+from harness.record.junit import Findings, JUnitFiles, replay_command, replay_prefix
 from harness.record.model import Batch, Fields, Plain, PlainFile, StoredResult, TestResult, fields_of
 
 BATCH = 2000  # rows per INSERT: large enough to amortize the call, small enough to stay flat in memory
@@ -57,6 +57,7 @@ class Streamed:
     tests: int
     repeated: int = 0
     repeated_named: tuple[str, ...] = ()  # the first REPEATED_NAMED of them, by key
+    findings: Findings = Findings()  # what reading its JUnit files found beyond their results
 
 
 def stream(connection: sqlite3.Connection, run: int, results: Iterable[TestResult], *, aside: bool = False) -> Streamed:
@@ -65,7 +66,8 @@ def stream(connection: sqlite3.Connection, run: int, results: Iterable[TestResul
     plain tests go to table `held` (read with `held`), not to rows (a comparison's scratch side)."""
     with writing(connection):
         writer = _Writer(connection, run, _Aside() if aside else None)
-        for batch in _batches(results):
+        findings: list[Findings] = []
+        for batch in _batches(results, findings):
             if isinstance(batch, PlainFile):
                 writer.write_file(batch)
                 continue
@@ -78,7 +80,8 @@ def stream(connection: sqlite3.Connection, run: int, results: Iterable[TestResul
         if writer.aside is not None:
             writer.aside.write(connection, run)
         tests = connection.execute("SELECT coalesce(sum(n), 0) FROM counts WHERE run = ?", (run,)).fetchone()[0]
-        return Streamed(tests, len(writer.repeated), tuple(sorted(writer.repeated)[:REPEATED_NAMED]))
+        return Streamed(tests, len(writer.repeated), tuple(sorted(writer.repeated)[:REPEATED_NAMED]),
+                        sum(findings, Findings()))
 
 
 @dataclass(frozen=True)
@@ -110,9 +113,9 @@ def held(connection: sqlite3.Connection, schema: str = "main") -> Iterator[Held]
         yield found
 
 
-def _batches(results: Iterable[TestResult]) -> Iterator[Batch]:
+def _batches(results: Iterable[TestResult], findings: list[Findings]) -> Iterator[Batch]:
     if isinstance(results, JUnitFiles):
-        yield from results.batches()
+        yield from results.batches(findings)
         return
     batch: list[Fields] = []
     for result in results:

@@ -18,8 +18,8 @@ from markupsafe import Markup
 from harness.record.coverage import total_of
 from harness.report import charts
 from harness.report.model import Cell, CoverageSide, Finding, Heatmap, Report, Section, Status
-from harness.report.text import (counts, coverage_rows, culprit_cost, culprit_functions, culprit_inlined, percent, speedup,
-                                 verdict_line)
+from harness.report.text import (counts, coverage_rows, culprit_cost, culprit_functions, culprit_inlined, percent,
+                                 polluter_line, speedup, verdict_line)
 
 HEATMAP_ROWS = 40  # modules drawn in the heatmap; the modules table below holds them all
 PAGE_ROWS = 50  # table rows shown at once
@@ -69,6 +69,7 @@ def _page(report: Report) -> dict[str, Any]:
         "coverage": [_coverage(side, f"coverage{index}") for index, side in enumerate(report.coverage)],
         "trends": _trends(report),
         "known": _known(report),
+        "order_dependence": _order_dependence(report),
         "page_rows": PAGE_ROWS,
         "style": _asset("report.css"),
         "script": _asset("report.js"),
@@ -217,6 +218,13 @@ def _trends(report: Report) -> dict[str, Any] | None:
                          for index, trend in enumerate(history.trends) if trend.comparable],
               "recovered": [asdict(since) for since in history.recovered]}
     return trends if trends["charts"] or trends["recovered"] else None
+
+
+def _order_dependence(report: Report) -> list[str]:
+    """One line per polluter set and candidate: `10 regressions, all after TEST`."""
+    several = len(report.sections) > 1
+    return [f"{section.comparison.candidate}: {polluter_line(group)}" if several else polluter_line(group)
+            for section in report.sections for group in section.polluter_groups]
 
 
 def _known(report: Report) -> dict[str, Any] | None:

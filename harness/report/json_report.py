@@ -17,7 +17,7 @@ from typing import Any
 from harness.compare.diff import Known, Regression
 from harness.record.coverage import Coverage, Row, total_of
 from harness.report.model import Culprit, Finding, Forest, Interval, Report, Section
-from harness.report.text import coverage_rows
+from harness.report.text import coverage_rows, polluter_line
 
 
 def to_json(report: Report) -> dict[str, Any] | list[dict[str, Any]]:
@@ -48,6 +48,9 @@ def _document(report: Report, section: Section) -> dict[str, Any]:
         "versions": {"baseline": comparison.baseline_versions, "candidate": comparison.candidate_versions},
         "platform": {"baseline": comparison.baseline_platform, "candidate": comparison.candidate_platform},
         "candidate_runs": list(comparison.candidate_runs),
+        # order-dependent regressions grouped by the earlier tests they fail after (each also lists its `polluters`)
+        "order_dependence": [{"polluters": list(group.polluters), "regressions": list(group.tests),
+                              "summary": polluter_line(group)} for group in section.polluter_groups],
         "summary": {
             "regressions": len(comparison.regressions),
             "known_regressions": len(comparison.known),

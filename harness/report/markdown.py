@@ -15,7 +15,8 @@ from harness.configure import beyond_cpu
 from harness.record.coverage import Row, total_of
 from harness.report.model import (Culprit, CoverageSide, Finding, KnownGroup, Report, Section, Status, SweepLine,
                                    compiled_total)
-from harness.report.text import counts, coverage_rows, culprit_cost, culprit_inlined, percent, speedup, summed
+from harness.report.text import (counts, coverage_rows, culprit_cost, culprit_inlined, percent, polluter_line, speedup,
+                                 summed)
 
 TOP_REGRESSIONS = 10  # per comparison; the HTML report lists them all
 TOP_MODULES = 20  # per table, worst first
@@ -51,6 +52,8 @@ def _section(report: Report, section: Section) -> str:
                   "(every test listed in the HTML and JSON reports), per entry:", ""]
         lines += [_known_group(group) for group in section.known_groups]
         lines += [""] if section.known_groups else []
+    if section.polluter_groups:
+        lines += [f"- {polluter_line(group)}" for group in section.polluter_groups] + [""]
     trend = report.trend(comparison.candidate)
     if trend is not None and trend.comparable:
         lines += ["Failing tests per run (run history), oldest first: "

@@ -125,6 +125,15 @@ def in_repository_all(sources: str) -> str:
 
 
 @dataclass(frozen=True)
+class PolluterGroup:
+    """The regressions that fail only after the same earlier tests (order dependence): one polluting
+    test often breaks many after it, so a report says it once, for all of them."""
+
+    polluters: tuple[str, ...]
+    tests: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class Cell:
     """One module under one candidate: its counts, regressions and JIT-compiled functions."""
 
@@ -261,6 +270,16 @@ class Section:
                 groups[finding.known] = groups.get(finding.known, 0) + 1
         ordered = sorted(groups.items(), key=lambda item: _entry_order(item[0].entry))
         return tuple(KnownGroup(known.entry, known.reason, known.link, count) for known, count in ordered)
+
+    @property
+    def polluter_groups(self) -> tuple[PolluterGroup, ...]:
+        """The order-dependent regressions per polluter set, the largest group first."""
+        groups: dict[tuple[str, ...], list[str]] = {}
+        for finding in self.regressions:
+            if finding.polluters:
+                groups.setdefault(finding.polluters, []).append(finding.test)
+        ordered = sorted(groups.items(), key=lambda item: (-len(item[1]), item[0]))
+        return tuple(PolluterGroup(polluters, tuple(tests)) for polluters, tests in ordered)
 
     @property
     def known_fixed(self) -> tuple[KnownFixed, ...]:

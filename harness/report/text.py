@@ -8,7 +8,7 @@ from harness.configure import beyond_cpu
 from harness.protocol import Outcome
 from harness.record.coverage import Coverage, Row
 from harness.record.culprits import Culprit
-from harness.report.model import Interval, Report
+from harness.report.model import Interval, PolluterGroup, Report
 from harness.run.coverage import census_of
 
 _CORE = (Outcome.PASSED, Outcome.FAILED, Outcome.ERROR, Outcome.SKIPPED, Outcome.XFAILED)
@@ -62,6 +62,14 @@ def verdict_line(report: Report) -> str:
         return "Valid comparison: no new regressions" + known if totals.known else "Valid comparison: no regressions"
     confirmed = f", {totals.confirmed} confirmed" if totals.confirmed else ""
     return f"Valid comparison: {totals.regressions} regression{'s' * (totals.regressions != 1)}{confirmed}{known}"
+
+
+def polluter_line(group: PolluterGroup) -> str:
+    """`10 regressions, all after test_x.py::test_p` (the order-dependent ones a polluter set explains)."""
+    tests = len(group.tests)
+    after = " then ".join(group.polluters)
+    return (f"{tests} regressions, all after {after}" if tests > 1 else f"1 regression, after {after}") + (
+        " (order dependence: each passes alone)")
 
 
 def culprit_functions(culprit: Culprit) -> str:

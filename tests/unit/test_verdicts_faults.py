@@ -124,3 +124,25 @@ def test_reruns_of_a_file_whose_collected_process_cannot_fork_are_fresh_and_say_
     assert summary == ("0 reruns in forks of collected processes, 2 in fresh processes (test_thread_at_import.py: "
                        "its rerun host could not fork (1 other thread(s) alive after collection (OpenMP or BLAS pools: "
                        "OMP_NUM_THREADS=1 avoids them)))"), summary
+
+
+def test_confirmation_learns_a_polluter_and_the_report_says_it_once(tmp_path):
+    """Three regressions after one polluting test: the polluter found by bisecting the first is tried
+    first for the others (one bisection, not three), each is confirmed order-dependent, and every
+    report form groups them: "3 regressions, all after test_polluted.py::test_pollutes"."""
+    files = ("test_polluted.py",)
+    baseline = run_fixtures(tmp_path / "baseline", files, env=QUIET, tests_dir=FIXTURES / "verdicts").root
+    faulty = run_fixtures(tmp_path / "faulty", files, env={**QUIET, "HARNESS_FAULT": "pollute"},
+                          tests_dir=FIXTURES / "verdicts").root
+    done = diff(baseline, faulty, "--confirm", "2", "--format", "json", "md", "html", "--out", tmp_path / "out")
+    assert done.returncode == 1, done.stderr
+    assert "order dependence: 3 regressions explained by 1 polluter set, 1 bisection" in done.stderr, done.stderr
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    polluter = "test_polluted.py::test_pollutes"
+    assert {r["test"]: (r["confirmed"], r["polluters"]) for r in report["regressions"]} == {
+        f"test_polluted::test_victim_{n}": (True, [polluter]) for n in ("one", "two", "three")}
+    line = f"3 regressions, all after {polluter} (order dependence: each passes alone)"
+    assert report["order_dependence"] == [{"polluters": [polluter], "summary": line, "regressions": [
+        f"test_polluted::test_victim_{n}" for n in ("one", "three", "two")]}]
+    assert f"- {line}" in (tmp_path / "out" / "report.md").read_text()
+    assert line in (tmp_path / "out" / "report.html").read_text()
