@@ -242,14 +242,13 @@ def in_fresh_process(phase: str, root: Path, database: Path,
 
 
 BEFORE = """
-import json, os, resource, sys, time
+import json, resource, sys, time
 from pathlib import Path
 from harness.compare.diff import compare
 from harness.compare.sides import load_side
 from harness.report.json_report import to_json
 from harness.report.model import build
-root, database, sides = Path(sys.argv[1]), sys.argv[2], [Path(p) for p in sys.argv[3:]]
-os.environ["HARNESS_DB"] = database
+root, sides = Path(sys.argv[1]), [Path(p) for p in sys.argv[2:]]
 cpu = [resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
 began = time.perf_counter()
 size = len(json.dumps(to_json(build([compare(*(load_side(side) for side in sides))]))))
@@ -262,9 +261,9 @@ print(json.dumps([seconds, *(u.ru_maxrss / 1024 for u in usage), size,
 
 def before_diff(before: Path, root: Path, database: Path) -> tuple[float, float, float, int, float, float]:
     """The diff phase run by the harness package in `before`, in a fresh interpreter (its own imports)."""
-    done = subprocess.run([sys.executable, "-c", BEFORE, str(root), str(database), *map(str, sides(root))],
+    done = subprocess.run([sys.executable, "-c", BEFORE, str(root), *map(str, sides(root))],
                           capture_output=True, text=True, check=True, cwd=before,
-                          env={**os.environ, "PYTHONPATH": str(before)})
+                          env={**os.environ, "PYTHONPATH": str(before), Setting.DATABASE: str(database)})
     return tuple(json.loads(done.stdout.splitlines()[-1]))  # type: ignore[return-value]
 
 

@@ -89,15 +89,22 @@ def test_corrupt_record_is_refused_by_every_command_that_reads_it(case, tmp_path
 
 
 @pytest.mark.parametrize("attributes", ['classname="m"', 'classname="m" name=""', 'classname="m" name="  "'])
-def test_a_test_case_without_a_name_is_refused_with_its_line(attributes, tmp_path, refused):
+def test_a_test_case_without_a_name_is_named_by_its_place_and_the_rest_compared(attributes, tmp_path, capsys):
+    """One nameless test no longer blocks the diff of every other test (issue 39): it is named by its
+    file and place, a note gives its line, and the named tests are compared as usual."""
+    from harness.cli import main
+
     for side in ("base", "cand"):
         (tmp_path / side).mkdir()
     (tmp_path / "base" / "r.xml").write_text('<testsuite name="s"><testcase classname="m" name="t"/></testsuite>')
-    (tmp_path / "cand" / "r.xml").write_text(f'<testsuite name="s">\n<testcase classname="m" name="t"/>\n'
-                                             f'<testcase {attributes}/>\n</testsuite>')
-    message = refused("diff", tmp_path / "base", tmp_path / "cand")
-    assert message == (f"harness: error: {tmp_path / 'cand' / 'r.xml'}:3: <testcase> without a name: "
-                       "a test that cannot be named cannot be compared")
+    (tmp_path / "cand" / "r.xml").write_text(f'<testsuite name="s">\n<testcase classname="m" name="t">'
+                                             f'<failure message="boom"/></testcase>\n<testcase {attributes}/>\n</testsuite>')
+    assert main(["diff", str(tmp_path / "base"), str(tmp_path / "cand"), "--format", "json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert [r["test"] for r in report["regressions"]] == ["m::t"]
+    assert report["summary"]["new"] == 1
+    assert any(f"{tmp_path / 'cand' / 'r.xml'}:3: 1 <testcase> without a name" in note and
+               "unnamed testcase 2 of r.xml" in note for note in report["notes"])
 
 
 @pytest.mark.parametrize("field, value, says", [
