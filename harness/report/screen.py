@@ -67,7 +67,8 @@ def _coverage(side: CoverageSide) -> str:
     rows = coverage_rows(side.coverage)
     total = total_of(rows)
     most = sorted((row for row in rows if row.compiled), key=lambda row: (-row.compiled, row.name))[:SCREEN_SUBPACKAGES]
+    where = ("Most in: " + ", ".join(f"{row.name} {row.compiled:,} of {row.defined:,}" for row in most) + ". "
+             if most else "")  # a vacuous run compiled nothing: there is no "most"
     return (f"JIT coverage of torch {side.coverage.torch}, {side.label}: {total.compiled:,} of {total.defined:,} "
-            f"functions compiled ({percent(total.share)}). Most in: "
-            + ", ".join(f"{row.name} {row.compiled:,} of {row.defined:,}" for row in most)
-            + f". Every subpackage ({len(rows)}): report.md, or `python -m harness coverage RUN_DIR`.\n")
+            f"functions compiled ({percent(total.share)}). {where}"
+            f"Every subpackage ({len(rows)}): report.md, or `python -m harness coverage RUN_DIR`.\n")

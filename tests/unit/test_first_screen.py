@@ -114,3 +114,13 @@ def test_the_html_page_draws_a_trend_only_with_two_runs_to_compare(tmp_path):
 def test_a_failure_message_that_looks_like_a_tag_stays_on_the_screen(tmp_path, capsys, monkeypatch):
     screen = first_screen(build([candidate()]), tmp_path, capsys, monkeypatch)
     assert "TypeError: <script>alert(1)</script>" in screen  # rich would drop it as inline HTML
+
+
+def test_a_run_that_compiled_nothing_names_no_subpackage_as_compiled_most(tmp_path, capsys, monkeypatch):
+    comparison = with_known(candidate(), tmp_path, KNOWN)
+    coverage = Coverage("2.14.1", {"sub0": 100, "sub1": 50}, {}, (), (), 1, ("r",))
+    screen = first_screen(build([comparison], coverage=[CoverageSide(comparison.candidate, coverage)]),
+                          tmp_path, capsys, monkeypatch)
+    flat = " ".join(screen.split())
+    assert "0 of 150 functions compiled (0.0%). Every subpackage (2): report.md" in flat, screen
+    assert "Most in" not in flat
