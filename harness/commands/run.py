@@ -200,7 +200,7 @@ def _resume(args: argparse.Namespace) -> int:
     if (record.test_sources.get("origin") or {}).get("kind") == "torch" and tier.bundled is not None:
         tier = tier.bundled  # the run ran the suites inside torch: resume them the same way
     args.jobs = args.jobs or _auto_jobs(Path(args.resume).resolve().parent, record.tier)
-    tier = tier.scaled(_emulation(record.python, record.timeout_scale) and record.timeout_scale)
+    tier = tier.scaled(_emulation(record.python, record.timeout_scale))  # the scale the run was started with
     print(f"run directory: {resume(args.resume, configuration, tier, args.jobs)}")
     return ExitStatus.OK
 
