@@ -36,6 +36,8 @@ class Env(StrEnum):
     PROCESS_REPORTS = "HARNESS_PROCESS_REPORTS"  # folder where each descendant process reports its JIT
     COMPILED = "HARNESS_COMPILED"  # folder where every process of a file writes the functions its JIT compiled
     ENTRIES = "HARNESS_ENTRIES"  # comma-separated PyTorch database entries the bundled suites instantiate
+    SPLIT = "HARNESS_SPLIT"  # a warm host: the file (JSON: pieces, weights per node id) saying how many workers
+    # to fork at once, each running one contiguous piece of the collected tests (docs/scaling.md)
     SELECT = "HARNESS_SELECT"  # a rerun host: the file naming the node ids its next worker runs (see forkserver)
     JIT_SETTINGS = "HARNESS_JIT_SETTINGS"  # a rerun host: the file of CinderX settings (JSON: environment
     # variable -> value) its next worker puts into its environment before it imports CinderX (culprit search)
@@ -67,7 +69,7 @@ ENV_PREFIX = "HARNESS_"  # every variable of Env and Setting: a perf child inher
 
 # Variables meant for the test process alone: the plugin removes them from its environment, so a
 # child process (a child pytest, a script a test runs) can neither write the stream nor take a command.
-PRIVATE_ENV = (Env.EVENTS, Env.DESELECT, Env.CONTROL_FD, Env.SELECT, Env.JIT_SETTINGS)
+PRIVATE_ENV = (Env.EVENTS, Env.DESELECT, Env.CONTROL_FD, Env.SPLIT, Env.SELECT, Env.JIT_SETTINGS)
 
 
 class JitMode(StrEnum):
@@ -82,13 +84,15 @@ class Activation(StrEnum):
 
 
 class Event(StrEnum):
-    """The kinds of line in an event stream (`{"event": <kind>, "time": ..., ...}`)."""
+    """The kinds of line in an event stream (`{"event": <kind>, "time": ..., ...}`). Every event of a
+    worker of a split file, and its host's `worker_exit`, also names the worker's piece (PIECE)."""
 
     SESSION_START = "session_start"  # a test process started pytest
     WORKER_START = "worker_start"  # a warm host forked a worker to run the tests
     WORKER_EXIT = "worker_exit"  # a worker died before its session finished; the host waits
     COLLECTED = "collected"
-    RESTART = "restart"  # how this process would resume after a crash: "warm" or "fresh: <why>"
+    RESTART = "restart"  # how this process would resume after a crash: "warm" or "fresh: <why>"; `pieces`: how many
+    # workers it forks at once (a split file; 1 otherwise)
     JIT_APPLIED = "jit_applied"  # the JIT request was applied; its state read back
     JIT_COUNT = "jit_count"  # compiled functions so far (periodic, so a crash keeps a recent count)
     COLLECT_ERROR = "collect_error"
@@ -99,6 +103,8 @@ class Event(StrEnum):
     CHILD_START = "child_start"  # the test process started a multiprocessing child (pid)
     CHILD_EXIT = "child_exit"  # that child ended (its exit status: negative for a signal)
 
+
+PIECE = "piece"  # the field of an event that names the piece (0, 1, ...) of a split file its worker runs
 
 SESSION_STARTS = frozenset({Event.SESSION_START, Event.WORKER_START})
 

@@ -19,6 +19,7 @@ from harness.protocol import Setting
 if TYPE_CHECKING:
     from harness.configure.configurations import Configuration
     from harness.configure.tiers import Tier
+    from harness.record.durations import History
     from harness.run.shards import Chosen
 
 
@@ -42,8 +43,9 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     run.add_argument("--shard", type=shard_argument,
                      help="I/N: run only shard I of N, the same tests in every configuration")
     run.add_argument("--durations", type=path_argument, metavar="RUN_DIR",
-                     help="balance shards on this earlier run's test durations (default: the results database's, "
-                          "of the baseline configuration with this torch; test counts without any)")
+                     help="balance shards, and split heavy files across --jobs, on this earlier run's test durations "
+                          "(default: the results database's: for shards, of the baseline configuration with this "
+                          "torch; for splitting, of this configuration; test counts without any)")
     run.add_argument("--resume", type=path_argument, metavar="RUN_DIR",
                      help="continue an interrupted run without rerunning what finished")
     run.set_defaults(handler=_run)
@@ -94,6 +96,7 @@ def _run(args: argparse.Namespace) -> int:
         stages=tuple(args.stage or ()),
         sharding=sharding,
         timeout_scale=scale,
+        history=_split_history(args.jobs, results, tier.name, configuration.name, args.durations),
     )
     print(f"run directory: {execute(request)}")
     return ExitStatus.OK
@@ -106,6 +109,25 @@ def _auto_jobs(results: Path, tier: str) -> int:
     choice = capacity.choose(capacity.limits(), *capacity.process_mb(results, tier))
     print(choice.line)
     return choice.jobs
+
+
+def _split_history(jobs: int, results: Path, tier: str, configuration: str, named: Path | None) -> History:
+    """The durations a run of `jobs` processes splits its heavy files on (harness/run/split.py)."""
+    from harness.record import durations
+    from harness.record.database import database_path, read_only
+
+    if jobs < 2:
+        return durations.NO_HISTORY
+    if named is not None:
+        return durations.run_history(named)[0]
+    path = database_path(results)
+    if not path.is_file():
+        return durations.NO_HISTORY
+    connection = read_only(path)
+    try:
+        return durations.read_history(connection, durations.own_basis(connection, tier, configuration))
+    finally:
+        connection.close()
 
 
 def _emulation(python: str, scale: int) -> int:
@@ -201,7 +223,9 @@ def _resume(args: argparse.Namespace) -> int:
         tier = tier.bundled  # the run ran the suites inside torch: resume them the same way
     args.jobs = args.jobs or _auto_jobs(Path(args.resume).resolve().parent, record.tier)
     tier = tier.scaled(_emulation(record.python, record.timeout_scale))  # the scale the run was started with
-    print(f"run directory: {resume(args.resume, configuration, tier, args.jobs)}")
+    history = _split_history(args.jobs, Path(args.resume).resolve().parent, record.tier, configuration.name,
+                             args.durations)
+    print(f"run directory: {resume(args.resume, configuration, tier, args.jobs, history=history)}")
     return ExitStatus.OK
 
 

@@ -90,6 +90,16 @@ def baseline_basis(connection: sqlite3.Connection, tier: str, torch: str | None,
     return tuple(row[0] for row in rows)
 
 
+def own_basis(connection: sqlite3.Connection, tier: str, configuration: str) -> tuple[str, ...]:
+    """The newest complete runs of this tier and configuration, whatever their torch: what a run
+    splits its heavy files on (harness/run/split.py). Unlike shards, a run's split need not match
+    any other configuration's, and reading this interpreter's torch would cost a process start."""
+    rows = connection.execute(
+        "SELECT identity FROM runs WHERE tier = ? AND configuration = ? AND status = 'complete' "
+        "ORDER BY started DESC LIMIT ?", (tier, configuration, BASIS_RUNS)).fetchall()
+    return tuple(row[0] for row in rows)
+
+
 def ignored(connection: sqlite3.Connection, tier: str, torch: str | None, baseline: str) -> str | None:
     """The runs of this tier whose durations are not used (other configurations, other torch), in one line."""
     rows = connection.execute(

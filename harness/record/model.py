@@ -166,6 +166,7 @@ class FileRecord:
     cpu_share: float | None = None  # CPU seconds over wall seconds of its tests (in the processes that finished):
     # below 1 where they waited for a core; recorded durations are weighed with it (record/durations.py)
     peak_mb: float | None = None  # the largest peak RSS of its test processes: what `--jobs auto` sizes runs with
+    split: str | None = None  # a file the run's plan split: "K pieces, forked after one collection" or "unsplit: <why>"
 
     @property
     def compiled(self) -> int:

@@ -13,6 +13,7 @@ nobody's next line is glued to it.
 
 A session is one process running tests: a test process (`session_start`) or a worker forked
 from one (`worker_start`, warm restarts); a test process that forks workers runs none itself.
+The workers of a split file run at once, their events interleaved: each names its piece.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.protocol import SESSION_STARTS, Event, JitMode, Outcome
+from harness.protocol import PIECE, SESSION_STARTS, Event, JitMode, Outcome
 from harness.record.model import Descendants, TestResult, junit_names
 
 
@@ -88,25 +89,32 @@ class EventStream:
     def sessions(self) -> int:
         return sum(1 for event in self.events if event["event"] in SESSION_STARTS)
 
-    def last_session(self) -> list[dict[str, Any]]:
-        starts = [i for i, event in enumerate(self.events) if event["event"] in SESSION_STARTS]
-        return self.events[starts[-1]:] if starts else []
+    def last_session(self, piece: int | None = None) -> list[dict[str, Any]]:
+        """The events of the last process that ran tests; of a split file's `piece`: of its last worker."""
+        events = self.events if piece is None else [event for event in self.events if event.get(PIECE) == piece]
+        starts = [i for i, event in enumerate(events) if event["event"] in SESSION_STARTS]
+        return events[starts[-1]:] if starts else []
 
-    def running(self) -> str | None:
-        """The test the last process started and did not finish."""
+    def running(self, piece: int | None = None) -> str | None:
+        """The test the last process (of `piece`) started and did not finish."""
         current = None
-        for event in self.last_session():
+        for event in self.last_session(piece):
             if event["event"] == Event.START:
                 current = event["nodeid"]
             elif event["event"] == Event.RESULT and event["nodeid"] == current:
                 current = None
         return current
 
-    def last_session_finished(self) -> bool:
-        return any(event["event"] == Event.SESSION_FINISH for event in self.last_session())
+    def last_session_finished(self, piece: int | None = None) -> bool:
+        return any(event["event"] == Event.SESSION_FINISH for event in self.last_session(piece))
 
-    def last_session_results(self) -> int:
-        return sum(1 for event in self.last_session() if event["event"] == Event.RESULT)
+    def last_session_results(self, piece: int | None = None) -> int:
+        return sum(1 for event in self.last_session(piece) if event["event"] == Event.RESULT)
+
+    def pieces_since(self, mark: int) -> list[int]:
+        """The pieces whose workers started after the first `mark` events: a split process's."""
+        return list(dict.fromkeys(event[PIECE] for event in self.events[mark:]
+                                  if event["event"] == Event.WORKER_START and PIECE in event))
 
     def finished(self) -> set[str]:
         return {event["nodeid"] for event in self.events if event["event"] == Event.RESULT}
@@ -160,6 +168,8 @@ def parse_event(text: str) -> dict[str, Any] | None:
         return None
     if not isinstance(event, dict) or event.get("event") not in _KINDS:
         return None
+    if PIECE in event and (not isinstance(event[PIECE], int) or isinstance(event[PIECE], bool) or event[PIECE] < 0):
+        return None
     for name, kind in _FIELDS.get(event["event"], {}).items():
         value = event.get(name)
         if not isinstance(value, kind) or isinstance(value, bool):
@@ -188,6 +198,8 @@ class FileSummary:
     jit_processes: tuple[dict[str, Any], ...] = ()  # per process that switched the JIT: `applied`, `finished` states
     cpu_share: float | None = None  # CPU over wall seconds of the tests, in the processes that finished
     peak_mb: float | None = None  # the largest peak RSS a finished test process reported
+    pieces: int = 1  # the most workers a process of the file forked at once (a split file's pieces)
+    workers: tuple[int, ...] = ()  # pids of the workers of split processes
 
 
 def summarize(module: str, file: str, events: list[dict[str, Any]]) -> FileSummary:
@@ -196,30 +208,40 @@ def summarize(module: str, file: str, events: list[dict[str, Any]]) -> FileSumma
     readbacks: list[dict[str, Any]] = []  # per session: the JIT state at its switch and at its end
     hosts = 0
     jit_error = contamination = restart = internal_error = None
-    running: str | None = None
+    running: dict[int | None, str] = {}  # per piece (None: unsplit), the test started and not finished
+    current: dict[int | None, int] = {}  # per piece, the index of its worker's session
+    pieces = 1
+    workers: list[int] = []
     collected = 0
     busy = [0.0, 0.0]  # CPU and wall seconds of the tests of the sessions that finished
     peaks: list[float] = []
     for event in events:
         kind = event["event"]
+        piece = event.get(PIECE)
+        session = current.get(piece)
         if kind in SESSION_STARTS:
+            current[piece] = len(sessions)
             sessions.append({})
             readbacks.append({})
             contamination = contamination or event.get("contamination")
+            if piece is not None:
+                workers.append(event["pid"])
         elif kind == Event.RESTART:
             restart = event["mode"]
             hosts += restart == "warm"
+            pieces = max(pieces, event.get("pieces", 1) if isinstance(event.get("pieces"), int) else 1)
         elif kind == Event.START:
-            running = event["nodeid"]
+            running[piece] = event["nodeid"]
         elif kind == Event.COLLECTED:
             collected = max(collected, event["count"])
         elif kind == Event.RESULT:
             results[event["nodeid"]] = result_from_event(module, event)
-            running = None
+            running.pop(piece, None)
         elif kind == Event.INTERNAL_ERROR:
             internal_error = f"pytest INTERNALERROR: {event['message']}"
-            if running is not None:  # the test pytest broke in has no outcome of its own
-                results[running] = result_from_event(module, {**event, "nodeid": running, "outcome": Outcome.ERROR,
+            broken = running.get(piece)
+            if broken is not None:  # the test pytest broke in has no outcome of its own
+                results[broken] = result_from_event(module, {**event, "nodeid": broken, "outcome": Outcome.ERROR,
                                                               "message": f"{internal_error} (while this test ran)"})
             lost = f"{file}::<pytest internal error>"
             unrun = max(0, collected - len(results))
@@ -232,22 +254,23 @@ def summarize(module: str, file: str, events: list[dict[str, Any]]) -> FileSumma
                                                    "message": f"collection error: {event['message']}"})
         elif kind == Event.JIT_APPLIED:
             jit_error = jit_error or event.get("error")
-            if sessions:
-                sessions[-1].update(event["state"])
-                readbacks[-1]["applied"] = {**event["state"], "collected": event.get("collected"),
+            if session is not None:
+                sessions[session].update(event["state"])
+                readbacks[session]["applied"] = {**event["state"], "collected": event.get("collected"),
                                             "compiled_before": event.get("compiled_before")}
-        elif kind == Event.JIT_COUNT and sessions:
-            sessions[-1]["compiled"] = event["compiled"]
-        elif kind == Event.SESSION_FINISH and sessions:
-            sessions[-1].update(event["jit"])
-            readbacks[-1]["finished"] = event["jit"]
+        elif kind == Event.JIT_COUNT and session is not None:
+            sessions[session]["compiled"] = event["compiled"]
+        elif kind == Event.SESSION_FINISH and session is not None:
+            sessions[session].update(event["jit"])
+            readbacks[session]["finished"] = event["jit"]
             busy = [total + seconds for total, seconds in zip(busy, _test_seconds(event))]
             peak = event.get("peak_mb")
             if isinstance(peak, _NUMBER) and not isinstance(peak, bool) and peak > 0:
                 peaks.append(float(peak))
     return FileSummary(tuple(results.values()), len(sessions) - hosts, _jit_over(sessions), jit_error, contamination,
                        restart, internal_error, tuple(r for r in readbacks if "applied" in r),
-                       round(busy[0] / busy[1], 4) if busy[1] > 0 else None, max(peaks, default=None))
+                       round(busy[0] / busy[1], 4) if busy[1] > 0 else None, max(peaks, default=None), pieces,
+                       tuple(workers))
 
 
 def _test_seconds(finish: dict[str, Any]) -> tuple[float, float]:

@@ -11,13 +11,14 @@ collected test process when it could keep one (warm restart, see forkserver.py),
 from __future__ import annotations
 
 import functools
+import json
 import os
 import shlex
 import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,12 +26,14 @@ from typing import Any
 from harness.configure.architectures import PREFIX_VARIABLE
 from harness.configure.configurations import Configuration
 from harness.configure.tiers import Tier
-from harness.protocol import Env, Event, Outcome, Request
+from harness.protocol import PIECE, Env, Event, Outcome, Request
 from harness.record import junit
 from harness.record.model import FileRecord, TestResult
 from harness.record.store import RunDirectory
 from harness.run import processes
-from harness.run.events import EventStream, summarize, summarize_descendants
+from harness.run import compiled as compiled_functions
+from harness.run.events import EventStream, FileSummary, summarize, summarize_descendants
+from harness.run.split import Split
 
 POLL_SECONDS = 0.2
 KILL_GRACE_SECONDS = 10  # after SIGABRT, for faulthandler to write every thread's stack
@@ -51,6 +54,7 @@ class FileContext:
     run: RunDirectory
     env: dict[str, str]
     env_per_file: dict[str, dict[str, str]] = field(default_factory=dict)  # added for one file (runner.narrowing)
+    split: Mapping[str, Split] = field(default_factory=dict)  # files the run's plan splits into pieces (split.py)
 
 
 @dataclass(frozen=True)
@@ -113,51 +117,74 @@ def run_file(context: FileContext, file: str, targets: list[str], on_event: Even
     env = {**context.env, **context.env_per_file.get(file, {}), Env.EVENTS: str(stream.path.resolve()), Env.DESELECT: str(deselect.resolve()),
            Env.PROCESS_REPORTS: str(reports.resolve()), Env.COMPILED: str(compiled.resolve()),
            **processes.marks(context.run.root, file)}
+    split = context.split.get(file)
+    if split is not None:
+        asked = context.run.events(module).with_suffix(".split")
+        asked.write_text(json.dumps({"pieces": split.pieces, "weights": dict(split.weights)}), encoding="utf-8")
+        env[Env.SPLIT] = str(asked.resolve())
     command = _command(context, file, targets)
     began = time.monotonic()
     file_deadline = began + context.tier.timeout
     culprits: list[str] = []
     signals: list[str] = []
     process: FileProcess | None = None
+    mark = 0  # where the stream's events of the current test process begin
+    dropped: set[int] = set()  # pieces of the current (split) process that are not resumed: they made no progress
     while True:
         deselect.write_text("".join(f"{nodeid}\n" for nodeid in sorted(stream.finished())))
         stream.seal()  # a line the last process left half-written must not swallow the next one's first
         sessions_before = stream.sessions()
         if process is not None and process.waiting:
             process.resume()
-        else:
+        elif process is None or process.exited:
             if process is not None:
                 process.finish(file_deadline)
+            mark, dropped = len(stream.events), set()
             process = FileProcess.start(command, context, env, module, processes.marks(context.run.root, file))
+        # else: a split host whose other pieces still run, one piece dropped: watch on
         ending = process.watch(stream, context.tier.test_timeout, file_deadline, lambda event: on_event(file, event))
         if LIVE.stopping:
             raise Interrupted(file)
-        started = stream.sessions() > sessions_before
-        if started and stream.last_session_finished():
+        pieces = stream.pieces_since(mark)
+        started = bool(pieces) or stream.sessions() > sessions_before
+        if pieces and all(piece in dropped or stream.last_session_finished(piece) for piece in pieces):
+            break
+        if not pieces and started and stream.last_session_finished():
             break
         assert ending.status is not None  # only a finished session leaves its process running
         signal_name = _signal_name(ending.status)
         if signal_name:
             signals.append(signal_name)
-        progressed = started and stream.last_session_results() > 0
-        running = stream.running() if started else None
+        # Whose tests the ending cut short: one piece's worker, every unfinished piece of a split
+        # process that died whole, or the one process (or worker) of an unsplit file.
+        scope: list[int | None] = ([ending.piece] if ending.piece is not None else
+                                   [p for p in pieces if p not in dropped and not stream.last_session_finished(p)]
+                                   if pieces else [None])
+        progressed = started and any(stream.last_session_results(piece) > 0 for piece in scope)
+        running = {piece: stream.running(piece) for piece in scope if started and stream.running(piece)}
         cause = {"test_timeout": f"test exceeded the tier's per-test limit ({context.tier.test_timeout} s)",
                  "file_timeout": f"file exceeded the tier's limit ({context.tier.timeout} s)"}.get(
             ending.how, f"process died with {signal_name or f'exit status {ending.status}'}")
-        culprit = running or f"{file}::<process>"
         # A file that fails before pytest starts (an import error at the top of a script) is an
         # import/collection error of the file; anything else that ends a process early is a crash.
         outcome = (Outcome.TIMEOUT if ending.how.endswith("timeout")
                    else Outcome.CRASHED if started or signal_name else Outcome.ERROR)
-        message = (f"{cause} while running {culprit}" if outcome != Outcome.ERROR
-                   else f"collection error: {cause} before pytest started")
-        stream.append({"event": Event.RESULT, "nodeid": culprit, "outcome": outcome, "duration": 0.0,
-                       "message": message, "text": _log_tail(context.run.log(module)), "attempts": []})
-        on_event(file, stream.events[-1])
-        if outcome != Outcome.ERROR:
-            culprits.append(f"{culprit}: {cause}")
-        if ending.how == "file_timeout" or not (running or progressed):
+        for piece, culprit in (running.items() or [(ending.piece, f"{file}::<process>")]):
+            message = (f"{cause} while running {culprit}" if outcome != Outcome.ERROR
+                       else f"collection error: {cause} before pytest started")
+            stream.append({"event": Event.RESULT, "nodeid": culprit, "outcome": outcome, "duration": 0.0,
+                           "message": message, "text": _log_tail(context.run.log(module)), "attempts": [],
+                           **({PIECE: piece} if piece is not None else {})})
+            on_event(file, stream.events[-1])
+            if outcome != Outcome.ERROR:
+                culprits.append(f"{culprit}: {cause}")
+        if ending.how == "file_timeout":
             break
+        if not (running or progressed):
+            if ending.piece is None:
+                break
+            process.drop()  # this piece made no progress: the host ends it, the other pieces carry on
+            dropped.add(ending.piece)
     # Every result is final now: write them while the process still exits (interpreter teardown).
     summary = summarize(module, file, stream.events)
     replay = _replay_prefix(context, env)
@@ -175,6 +202,9 @@ def run_file(context: FileContext, file: str, targets: list[str], on_event: Even
     grace = time.monotonic() + context.tier.exit_grace
     ending = process.finish(min(file_deadline, grace))
     descendants = summarize_descendants(stream.events, reports)  # after the end: their reports are written
+    jit_state = summary.jit
+    if jit_state is not None and summary.pieces > 1:  # workers side by side compile the same functions
+        jit_state = {**jit_state, "compiled": compiled_functions.distinct(compiled, summary.workers)}
     if ending.how == "exit_timeout":
         limit = (f"{context.tier.exit_grace} s" if grace < file_deadline
                  else f"the tier's limit ({context.tier.timeout} s)")
@@ -182,14 +212,23 @@ def run_file(context: FileContext, file: str, targets: list[str], on_event: Even
                         "child process it waits for); stopped, results kept, its stacks are in the log")
     record = FileRecord(
         file=file, module=module, exit_status=ending.status, signal=signals[0] if signals else None,
-        duration=round(time.monotonic() - began, 3), counts=dict(sorted(counts.items())), jit=summary.jit,
+        duration=round(time.monotonic() - began, 3), counts=dict(sorted(counts.items())), jit=jit_state,
         jit_error=summary.jit_error, contamination=summary.contamination,
         culprit="; ".join(culprits) or None, processes=summary.processes, restart=summary.restart,
         descendants=descendants.as_dict() if descendants else None,
         stream_errors=_stream_errors(stream),
         jit_processes=summary.jit_processes, cpu_share=summary.cpu_share, peak_mb=summary.peak_mb,
+        split=_split_note(split, summary) if split is not None else None,
     )
     return FileOutcome(record, summary.results)
+
+
+def _split_note(split: Split, summary: FileSummary) -> str:
+    """How a file the plan split ran: in how many pieces, or unsplit and why (shown per file)."""
+    if summary.pieces > 1:
+        return f"{summary.pieces} pieces, forked after one collection"
+    why = (summary.restart or "").removeprefix("fresh: ")
+    return f"unsplit: {why}" if why and why != "warm" else f"unsplit: too few tests for {split.pieces} pieces"
 
 
 def _stream_errors(stream: EventStream) -> tuple[str, ...]:
@@ -216,6 +255,7 @@ class Ending:
 
     how: str  # exited, worker_exited, session_finished, test_timeout, file_timeout (or exit_timeout)
     status: int | None  # of the process or worker that ended (negative: its signal); None: still running
+    piece: int | None = None  # of a split file: the piece whose worker ended (None: the whole process, or unsplit)
 
 
 class FileProcess:
@@ -226,6 +266,9 @@ class FileProcess:
         self.control = control  # write end; the host reads commands from its copy of the read end
         self.waiting = False  # a warm host is alive and waits to fork the next worker
         self.marks = marks  # in the environment of every process of this file, descendants included
+        self.split = False  # the host forks a worker per piece at once (its events name their pieces)
+        self.running: dict[int | None, tuple[str, float]] = {}  # per piece: the test running, since when
+        self.workers: dict[int | None, int] = {}  # per piece: the pid of its worker
 
     @classmethod
     def start(cls, command: list[str], context: FileContext, env: dict[str, str], module: str,
@@ -247,6 +290,15 @@ class FileProcess:
         """Tell the waiting host to fork a worker that continues after what finished."""
         self.waiting = False
         os.write(self.control, b"resume\n")
+
+    def drop(self) -> None:
+        """Tell the waiting host of a split file not to follow the dead worker's piece."""
+        self.waiting = False
+        os.write(self.control, b"end\n")
+
+    @property
+    def exited(self) -> bool:
+        return self.popen.poll() is not None
 
     def finish(self, deadline: float) -> Ending:
         """Let the process end (a waiting host ends as its worker did) by `deadline`; stop whatever
@@ -274,39 +326,50 @@ class FileProcess:
     def watch(self, stream: EventStream, test_limit: int, file_deadline: float,
               on_event: Callable[[dict[str, Any]], None]) -> Ending:
         """Follow the stream until the process exits, a worker exits, or a limit is hit."""
-        started_at = time.monotonic()
-        running: str | None = None
-        worker: int | None = None
         while True:
             exited = self._exited_within(POLL_SECONDS)
             ending: Ending | None = None
             for event in stream.read_new():
                 on_event(event)
-                if event["event"] == Event.START:
-                    running, started_at = event["nodeid"], time.monotonic()
-                elif event["event"] == Event.RESULT:
-                    running = None
-                elif event["event"] == Event.WORKER_START:
-                    worker = event["pid"]
-                elif event["event"] == Event.WORKER_EXIT:
-                    self.waiting = True
-                    ending = Ending("worker_exited", event["status"])
-                elif event["event"] == Event.SESSION_FINISH:
-                    ending = Ending("session_finished", None)  # its results are final; it exits meanwhile
+                ending = self._track(event) or ending
             if ending is not None and (ending.how == "worker_exited" or not exited):
                 return ending
             if exited:
                 return Ending("exited", self.popen.returncode)
             now = time.monotonic()
-            if running is not None and now - started_at > test_limit:
-                return self._abort(worker, stream, on_event, "test_timeout")
+            late = [piece for piece, (_, since) in self.running.items() if now - since > test_limit]
+            if late:
+                return self._abort(self.workers.get(late[0]), stream, on_event, "test_timeout")
             if now > file_deadline:
-                ending = self._abort(worker, stream, on_event, "file_timeout")
-                if self.waiting:  # the file's time is up: no next worker
+                # The file's time is up: every worker of a split host, or the one running
+                ending = self._abort(None if self.split else self.workers.get(None), stream, on_event, "file_timeout")
+                if self.waiting or not self.exited:  # no next worker
                     self.waiting = False
                     _signal_group(self.popen, signal.SIGKILL)
                     self.popen.wait()
                 return ending
+
+    def _track(self, event: dict[str, Any]) -> Ending | None:
+        """Follow one event: which test each worker runs since when; how a worker or session ended."""
+        kind, piece = event["event"], event.get(PIECE)
+        if kind == Event.START:
+            self.running[piece] = (event["nodeid"], time.monotonic())
+        elif kind == Event.RESULT:
+            self.running.pop(piece, None)
+        elif kind == Event.WORKER_START:
+            self.workers[piece] = event["pid"]
+        elif kind == Event.RESTART:
+            self.split = event.get("pieces", 1) != 1
+        elif kind == Event.WORKER_EXIT:
+            self.waiting = True
+            self.running.pop(piece, None)
+            self.workers.pop(piece, None)
+            return Ending("worker_exited", event["status"], piece)
+        elif kind == Event.SESSION_FINISH:
+            self.running.pop(piece, None)
+            if piece is None:
+                return Ending("session_finished", None)  # its results are final; it exits meanwhile
+        return None
 
     def _abort(self, worker: int | None, stream: EventStream, on_event: Callable[[dict[str, Any]], None],
                how: str) -> Ending:
@@ -324,9 +387,9 @@ class FileProcess:
                 exited = self._exited_within(POLL_SECONDS)
                 for event in stream.read_new():
                     on_event(event)
-                    if event["event"] == Event.WORKER_EXIT:
-                        self.waiting = True
-                        return Ending(how, event["status"])
+                    ended = self._track(event)
+                    if ended is not None and ended.how == "worker_exited":
+                        return Ending(how, ended.status, ended.piece)
                 if exited:
                     return Ending(how, self.popen.returncode)
         self.popen.wait()  # the whole group got SIGKILL

@@ -13,6 +13,9 @@ Protocol with the runner (harness/run/filerun.py), through the event stream and 
 - a worker that finishes its session ends the host at once, with the worker's exit status;
 - otherwise the host emits `worker_exit` and reads one line from the control descriptor: `resume`
   forks the next worker; anything else (or end of file) ends the host the way its worker ended.
+- A split file (HARNESS_SPLIT): the host forks one worker per piece at once, each event of a worker
+  names its piece, and a `worker_exit` names the piece whose next worker `resume` forks (anything
+  else ends that piece alone); the host ends once every piece has ended.
 
 Standard library only: it runs inside every configuration's interpreter.
 """
@@ -26,9 +29,9 @@ import sys
 import threading
 import warnings
 from collections.abc import Callable
-from typing import NoReturn
+from typing import IO, NoReturn
 
-from harness.protocol import Event
+from harness.protocol import PIECE, Event
 from harness.run import processes
 
 _finished_fd: int | None = None  # in a worker: where to say the session finished
@@ -61,32 +64,59 @@ def _fork_safe(thread: threading.Thread) -> bool:
     return (getattr(target, "__module__", None), getattr(target, "__qualname__", None)) in _FORK_SAFE_THREADS
 
 
-def serve(control_fd: str, start_worker: Callable[[], None], emit: Callable[..., None]) -> None:
-    """Fork workers until one finishes; returns only inside a worker, which then runs the tests."""
-    global _finished_fd
+def serve(control_fd: str, start_worker: Callable[[int | None], None], emit: Callable[..., None],
+          pieces: int = 1) -> None:
+    """Fork workers until each has finished; returns only inside a worker, which then runs the tests.
+
+    `pieces` > 1 (a split file): that many workers at once, worker i running piece i
+    (`start_worker(i)`); a worker that dies unfinished is followed by the next of its piece when
+    the runner answers `resume`, while the other pieces carry on; the host ends once every piece
+    has ended, like the worst of them. One piece: `start_worker(None)`, and the host ends as soon as
+    its worker finishes, with the worker's exit status."""
     control = os.fdopen(int(control_fd), "r", encoding="utf-8")
     host = os.getpid()
-    while True:
-        _flush_streams()
-        finished_read, finished_write = os.pipe()
-        pid = _fork()
-        if pid == 0:
-            processes.die_with_parent(host)  # a worker never outlives its host (nor so its runner)
-            control.close()
-            os.close(finished_read)
-            _finished_fd = finished_write
-            start_worker()
+    live: dict[int, tuple[int | None, int]] = {}  # worker pid -> (its piece, the read end of its finished pipe)
+    for piece in range(pieces) if pieces > 1 else (None,):
+        if _fork_worker(host, control, piece, live, start_worker):
             return
-        os.close(finished_write)
-        _, wait_status = os.waitpid(pid, 0)
+    ended: list[int] = []
+    while live:
+        pid, wait_status = os.wait()
+        if pid not in live:
+            continue
+        piece, finished_read = live.pop(pid)
         finished = os.read(finished_read, 1) == b"1"
         os.close(finished_read)
         status = os.waitstatus_to_exitcode(wait_status)
         if not finished:
-            emit(Event.WORKER_EXIT, pid=pid, status=status)
+            emit(Event.WORKER_EXIT, pid=pid, status=status, **({PIECE: piece} if piece is not None else {}))
             if control.readline().strip() == "resume":
+                if _fork_worker(host, control, piece, live, start_worker):
+                    return
                 continue
-        _end_like(status)
+        ended.append(status)
+    _end_like(next((status for status in ended if status < 0), max(ended, default=0)))
+
+
+def _fork_worker(host: int, control: IO[str], piece: int | None, live: dict[int, tuple[int | None, int]],
+                 start_worker: Callable[[int | None], None]) -> bool:
+    """Fork the worker of `piece`; True inside it (started), False in the host (it is in `live`)."""
+    global _finished_fd
+    _flush_streams()
+    finished_read, finished_write = os.pipe()
+    pid = _fork()
+    if pid == 0:
+        processes.die_with_parent(host)  # a worker never outlives its host (nor so its runner)
+        control.close()
+        for _, other in live.values():
+            os.close(other)  # another piece's pipe: only its own worker may say it finished
+        os.close(finished_read)
+        _finished_fd = finished_write
+        start_worker(piece)
+        return True
+    os.close(finished_write)
+    live[pid] = (piece, finished_read)
+    return False
 
 
 def serve_reruns(control_fd: str, start_worker: Callable[[], None], emit: Callable[..., None]) -> None:
@@ -150,3 +180,24 @@ def _end_like(status: int) -> NoReturn:
         os.kill(os.getpid(), -status)
         status = 128 - status  # only if the signal did not end this process
     os._exit(status)
+
+
+def contiguous_pieces(nodeids: list[str], weights: dict[str, float], count: int) -> list[list[str]]:
+    """The collected tests in `count` runs of consecutive tests of about equal weight (a test never
+    recorded weighs the median of those that were; with none recorded, every test weighs one).
+    Consecutive, so a test class's setup and its tests' order stay as in an unsplit run; never an
+    empty piece (fewer pieces when there are fewer tests)."""
+    known = sorted(weights[nodeid] for nodeid in nodeids if nodeid in weights)
+    typical = known[len(known) // 2] if known else 1.0
+    sizes = [max(weights.get(nodeid, typical), 0.0) or 1e-9 for nodeid in nodeids]
+    count = max(1, min(count, len(nodeids)))
+    share = sum(sizes) / count
+    pieces: list[list[str]] = [[] for _ in range(count)]
+    before = 0.0
+    for index, (nodeid, size) in enumerate(zip(nodeids, sizes)):
+        piece = min(int((before + size / 2) / share), count - 1) if share > 0 else 0
+        piece = max(piece, count - (len(nodeids) - index))  # leave at least one test for each later piece
+        piece = min(piece, next((i for i, found in enumerate(pieces) if not found), count))  # nor skip one
+        pieces[piece].append(nodeid)
+        before += size
+    return pieces

@@ -35,7 +35,7 @@ from typing import IO, Any
 
 import pytest
 
-from harness.protocol import PRIVATE_ENV, Activation, Env, Event, JitMode, Outcome, Request
+from harness.protocol import PIECE, PRIVATE_ENV, Activation, Env, Event, JitMode, Outcome, Request
 from harness.run import compiled, descendant, forkserver, jit, script_mode
 
 MAX_TEXT = 20_000  # characters of failure text kept per test: enough to classify, bounded on disk
@@ -57,10 +57,12 @@ class Recorder:
         self.children_ended: Callable[[], None] = lambda: None  # announces ended multiprocessing children
         self.test_began: tuple[float, float] | None = None  # (wall, CPU) clocks as the running test began
         self.test_seconds = {"cpu": 0.0, "wall": 0.0}  # summed over this process's tests, start to finish
+        self.piece: int | None = None  # in a worker of a split file: the piece it runs, named by each event
 
     def emit(self, event: str, **fields: Any) -> None:
         if self.stream is not None and os.getpid() == self.owner:
-            self.stream.write(json.dumps({"event": event, "time": time.time(), **fields}) + "\n")
+            tag = {PIECE: self.piece} if self.piece is not None else {}
+            self.stream.write(json.dumps({"event": event, "time": time.time(), **tag, **fields}) + "\n")
             self.stream.flush()
 
 
@@ -123,6 +125,7 @@ class HarnessSession:
         self.recorder = Recorder(open(path, "a", encoding="utf-8", buffering=1) if path else None)
         self.restart = "fresh"  # "warm" when this process forks its tests' workers, else "fresh: <why>"
         self.collected = False  # collection finished in this process (or in the warm host it was forked from)
+        self.pieces: list[list[str]] = []  # a warm host of a split file: the node ids of each worker's piece
 
     def start(self) -> None:
         contamination = jit.cinderx_origin() if self.request.mode == JitMode.ABSENT else None
@@ -151,7 +154,9 @@ class HarnessSession:
         self.recorder.emit(Event.COLLECTED, count=len(session.items))
         why_not = self.why_not_warm(session)
         self.restart = f"fresh: {why_not}" if why_not else "warm"
-        self.recorder.emit(Event.RESTART, mode=self.restart)
+        if not why_not:
+            self.pieces = self.split(session.items)
+        self.recorder.emit(Event.RESTART, mode=self.restart, pieces=max(len(self.pieces), 1))
         if why_not and self.request.activation != Activation.STARTUP:
             self.switch_jit()  # a warm host leaves the JIT off: each worker engages it after the fork
 
@@ -168,6 +173,17 @@ class HarnessSession:
             return f"{jit.cinderx_loaded()} was imported during collection: a fork cannot change CinderX's settings"
         return forkserver.unsafe_to_fork(self.private[Env.CONTROL_FD])
 
+    def split(self, items: list[pytest.Item]) -> list[list[str]]:
+        """The pieces the runner asked this host to split the remaining tests into (none: unsplit)."""
+        path = self.private[Env.SPLIT]
+        if not path or self.private[Env.SELECT] is not None:
+            return []
+        with open(path, encoding="utf-8") as handle:
+            asked = json.load(handle)
+        pieces = forkserver.contiguous_pieces([item.nodeid for item in items], asked.get("weights", {}),
+                                              int(asked["pieces"]))
+        return pieces if len(pieces) > 1 else []
+
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtestloop(self, session: pytest.Session) -> bool | None:
         """In a warm host, returns only inside a forked worker, which then runs pytest's own loop.
@@ -175,19 +191,26 @@ class HarnessSession:
         rerun_host = self.private[Env.SELECT] is not None
         if self.restart == "warm":
             session.config.get_terminal_writer().flush()
-            serve = forkserver.serve_reruns if rerun_host else forkserver.serve
-            serve(self.private[Env.CONTROL_FD], lambda: self.start_worker(session), self.recorder.emit)
+            if rerun_host:
+                forkserver.serve_reruns(self.private[Env.CONTROL_FD], lambda: self.start_worker(session, None),
+                                        self.recorder.emit)
+            else:
+                forkserver.serve(self.private[Env.CONTROL_FD], lambda piece: self.start_worker(session, piece),
+                                 self.recorder.emit, max(len(self.pieces), 1))
         elif rerun_host:
             return True
         return None
 
-    def start_worker(self, session: pytest.Session) -> None:
+    def start_worker(self, session: pytest.Session, piece: int | None) -> None:
         self.recorder.owner = os.getpid()
+        self.recorder.piece = piece
         self.recorder.emit(Event.WORKER_START, pid=os.getpid())
         capture = session.config.pluginmanager.getplugin("capturemanager")
         if capture is not None and capture.is_globally_capturing():
             capture.read_global_capture()  # drop what a dead worker wrote into the shared capture file
         self.leave_out_finished(session.config, session.items)
+        if piece is not None:
+            self.keep(session.config, session.items, set(self.pieces[piece]))
         self.keep_selected(session.config, session.items)
         settings = self.private[Env.JIT_SETTINGS]
         self.switch_jit(jit.load_settings(settings) if settings else None)
@@ -198,7 +221,11 @@ class HarnessSession:
         if not path:
             return
         with open(path, encoding="utf-8") as handle:
-            wanted = set(handle.read().splitlines())
+            self.keep(config, items, set(handle.read().splitlines()))
+
+    @staticmethod
+    def keep(config: pytest.Config, items: list[pytest.Item], wanted: set[str]) -> None:
+        """Only the tests `wanted`, in collection order; the others deselected."""
         config.hook.pytest_deselected(items=[item for item in items if item.nodeid not in wanted])
         items[:] = [item for item in items if item.nodeid in wanted]
 

@@ -73,5 +73,6 @@ def _file_line(index: int, total: int, record: FileRecord) -> str:
     counts = ", ".join(f"{n} {outcome}" for outcome, n in record.counts.items()) or "no tests"
     jit = f", {record.compiled} JIT-compiled" if record.jit and record.jit.get("loaded") else ""
     restarts = f", {record.processes} processes" if record.processes > 1 else ""
+    split = f", {record.split}" if record.split else ""
     culprit = f"\n    !! {record.culprit}" if record.culprit else ""
-    return f"[{index}/{total}] {record.file}: {counts} ({record.duration:.1f} s{jit}{restarts}){culprit}"
+    return f"[{index}/{total}] {record.file}: {counts} ({record.duration:.1f} s{jit}{restarts}{split}){culprit}"

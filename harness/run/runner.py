@@ -27,6 +27,7 @@ from harness.configure.tiers import HARNESS_ROOT, TORCH_SUITES, Tier
 from harness.errors import WRITE_ERRNOS, HarnessError, WriteError, write_error
 from harness.protocol import Env, Setting
 from harness.configure.architectures import host_machine, is_emulated
+from harness.record.durations import NO_HISTORY, History
 from harness.record.fingerprint import PER_RUN_FOLDERS, describe_interpreter, environment_fingerprint, sources_identity
 from harness.record.ingest import ingest_finished
 from harness.record.model import FileRecord, RunRecord, Sharding
@@ -37,6 +38,7 @@ from harness.run.coverage import record_coverage
 from harness.run.filerun import LIVE, POLL_SECONDS, FileContext, run_file
 from harness.run.progress import RunProgress
 from harness.run.schedule import earlier_durations, longest_first
+from harness.run.split import split_files
 
 
 @dataclass(frozen=True)
@@ -58,6 +60,7 @@ class RunRequest:
     stages: tuple[str, ...] = ()  # the tier's stages this run selected (--stage)
     sharding: Sharding | None = None  # how the shard's targets were chosen (harness/run/shards.py)
     timeout_scale: int = 1  # the tier's time limits are already multiplied by this (an emulated interpreter)
+    history: History = NO_HISTORY  # recorded durations the run's plan splits heavy files on (harness/run/split.py)
 
 
 def group_targets(targets: tuple[str, ...]) -> dict[str, list[str]]:
@@ -93,7 +96,8 @@ def execute(request: RunRequest, announce: Callable[[str], None] | None = None) 
             (announce or print)(f"tier {request.tier.name} skipped: {skip}")
         else:
             context = FileContext(request.python, request.tests_dir, request.tier, config, run, env,
-                                  narrowing(request.entries, request.narrowed))
+                                  narrowing(request.entries, request.narrowed),
+                                  split_files(grouped, request.history, request.jobs))
             order = longest_first(list(grouped), earlier_durations(request.results_root, request.tier.name))
             with run.hold(), ThreadPoolExecutor(max_workers=1) as background:
                 record = background.submit(_first_record, request, run, env, started, list(grouped))
@@ -186,7 +190,7 @@ def sources_line(record: RunRecord) -> str:
 
 
 def resume(run_dir: Path, configuration: Configuration, tier: Tier, jobs: int,
-           announce: Callable[[str], None] | None = None) -> Path:
+           announce: Callable[[str], None] | None = None, history: History = NO_HISTORY) -> Path:
     """Continue an interrupted run: finished files stay, the rest run (after their last finished test);
     then add the finished run to the results database of the folder it is in."""
     run = RunDirectory(run_dir)
@@ -201,7 +205,8 @@ def resume(run_dir: Path, configuration: Configuration, tier: Tier, jobs: int,
         finished = {f.file for f in record.files}
         pending = {file: targets for file, targets in grouped.items() if file not in finished}
         context = FileContext(record.python, Path(record.tests_dir), tier, configuration, run,
-                              child_environment(configuration, tier.env, run.cache), narrowing(record.entries, record.narrowed))
+                              child_environment(configuration, tier.env, run.cache), narrowing(record.entries, record.narrowed),
+                              split_files(pending, history, jobs))
         record = replace(record, status="running", finished=None)
         run.write_record(record)
         written: Future[RunRecord] = Future()
@@ -234,15 +239,20 @@ def _run_files(context: FileContext, record: Future[RunRecord], pending: dict[st
     files: list[FileRecord] = []
     recorded = 0  # files the record on disk holds (earlier runs' included)
     progress = RunProgress(len(pending), announce)
-    queue = iter(pending.items())
+    queue = list(pending.items())
     pool = ThreadPoolExecutor(max_workers=jobs)
-    running: set[Future] = set()
+    running: dict[Future, int] = {}  # each file's future, and the `--jobs` slots it holds (its pieces)
     LIVE.reset()
 
-    def submit_next() -> None:
-        for file, targets in queue:
-            running.add(pool.submit(run_file, context, file, targets, progress.event))
-            return
+    def submit_ready() -> None:
+        """Start files in their order while the next one's slots are free: a split file holds one
+        per piece, since its host forks that many workers at once."""
+        while queue:
+            slots = min(context.split[queue[0][0]].pieces, jobs) if queue[0][0] in context.split else 1
+            if slots > jobs - sum(running.values()):
+                return
+            file, targets = queue.pop(0)
+            running[pool.submit(run_file, context, file, targets, progress.event)] = slots
 
     def write(**changes: object) -> None:
         nonlocal recorded
@@ -266,8 +276,7 @@ def _run_files(context: FileContext, record: Future[RunRecord], pending: dict[st
 
     try:
         with progress, _sigterm_as_interrupt():
-            for _ in range(jobs):
-                submit_next()
+            submit_ready()
             progress.announce(sources_line(record.result()))  # raises if the record cannot be made:
             # the test processes are stopped below
             context.run.reserve.hold()
@@ -277,12 +286,12 @@ def _run_files(context: FileContext, record: Future[RunRecord], pending: dict[st
             while running:
                 done, _ = wait(running, return_when=FIRST_COMPLETED)
                 for future in done:
-                    running.discard(future)
+                    running.pop(future)
                     outcome = future.result()
                     files.append(outcome.record)
                     write()
                     progress.file_done(outcome.record)
-                    submit_next()
+                submit_ready()
             pool.shutdown()
             covered = record_coverage(context.run, record.result(), context.env)
             if covered:

@@ -11,8 +11,9 @@ the worker that collects it, and every further worker pays a fork (FORK_SECONDS,
 benchmarks/split_cost.py) once the collection has ended. Where a configuration cannot fork
 (`forked=False`), every piece pays the whole start again, as a shard does.
 
-benchmarks/scaling.py times these plans against the bound on recorded durations. The runner does
-not split a file within one run yet: it runs whole files, `file_plan` (docs/scaling.md).
+benchmarks/scaling.py times these plans against the bound on recorded durations. The runner runs
+them: `split_files` says which files of a run are split into how many pieces (harness/run/runner.py
+gives such a file that many of its `--jobs` slots; its test process forks the pieces).
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from harness.record.durations import History
-from harness.run.shards import Collector, Plan, Unit, assign, units
+from harness.run.collect import Collected
+from harness.run.shards import SPLIT_ABOVE, Collector, Plan, Unit, assign, units
 
 # Seconds a worker forked from a process that has imported torch and collected a file takes to run
 # its first test, beyond what the test itself takes: 0.10 s under stock CPython 3.14, torch 2.14.1, against
@@ -77,3 +79,37 @@ def lower_bound(history: History, workers: int) -> float:
 def timed(plan: Plan, history: History, workers: int) -> Timed:
     """The plan's longest worker (its load counts the waits for collections) against the bound."""
     return Timed(plan, max(plan.loads, default=0.0), lower_bound(history, workers))
+
+
+@dataclass(frozen=True)
+class Split:
+    """One file of a run split across workers: how many pieces, and each test's weight for cutting
+    the collected tests into pieces of equal weight (harness/run/forkserver.contiguous_pieces)."""
+
+    pieces: int
+    weights: Mapping[str, float]
+
+
+def split_files(grouped: Mapping[str, Sequence[str]], history: History, workers: int,
+                *, fork_seconds: float = FORK_SECONDS) -> dict[str, Split]:
+    """The files this run's plan splits (`plan_run` on the recorded durations, else on the counts
+    of explicit node ids), each into as many pieces as the plan gives it workers. No file is
+    collected for the plan: a recorded file's tests are those the history timed, and the file's own
+    test process collects it and cuts what it collected."""
+    if workers < 2:
+        return {}
+    recorded: dict[str, list[str]] = {}
+    for nodeid in history.tests:
+        recorded.setdefault(nodeid.split("::", 1)[0], []).append(nodeid)
+    plan = plan_run(grouped, history, lambda files: {file: Collected(tuple(recorded[file]))
+                                                     for file in files if file in recorded},
+                    workers, fork_seconds=fork_seconds)
+    holders: dict[str, set[int]] = {}
+    weight: dict[str, float] = {}
+    for index, shard in enumerate(plan.shards):
+        for unit in shard:
+            holders.setdefault(unit.file, set()).add(index)
+            weight[unit.file] = weight.get(unit.file, 0.0) + unit.weight
+    fair = sum(weight.values()) / workers
+    return {file: Split(len(held), {nodeid: history.tests[nodeid] for nodeid in recorded.get(file, ())})
+            for file, held in holders.items() if len(held) > 1 and weight[file] > SPLIT_ABOVE * fair}
