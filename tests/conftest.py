@@ -20,6 +20,7 @@ import pytest
 
 from harness.configure.configurations import Configuration
 from harness.configure.tiers import Tier
+from harness.record.durations import NO_HISTORY, History
 from harness.record.store import RunDirectory
 from harness.run.runner import RunRequest, execute
 
@@ -94,13 +95,14 @@ def pytest_configure(config: pytest.Config) -> None:
 def run_fixtures(results: Path, targets: tuple[str, ...], *, timeout: int = 60, test_timeout: int = 60,
                  jit: str = "absent", env: dict[str, str] | None = None, jobs: int = 1,
                  tests_dir: Path = FIXTURES / "outcomes", entry: str = "pytest",
-                 requires: str | None = None, restart: str = "warm", exit_grace: int = 30) -> RunDirectory:
+                 requires: str | None = None, restart: str = "warm", exit_grace: int = 30,
+                 history: History = NO_HISTORY) -> RunDirectory:
     """Run fixture files through the real runner with this interpreter, as `stock` would."""
     configuration = Configuration(name="fixture", python=sys.executable, jit=jit, env=env or {})
     tier = Tier(name="fixture", source="pytorch", files=("*.py",), timeout=timeout, test_timeout=test_timeout,
                 entry=entry, requires=requires, restart=restart, exit_grace=exit_grace)
     request = RunRequest(configuration=configuration, tier=tier, tests_dir=tests_dir, targets=targets,
-                         results_root=results, python=sys.executable, jobs=jobs)
+                         results_root=results, python=sys.executable, jobs=jobs, history=history)
     return RunDirectory(execute(request, announce=lambda line: None))
 
 

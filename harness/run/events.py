@@ -212,6 +212,7 @@ def summarize(module: str, file: str, events: list[dict[str, Any]]) -> FileSumma
     current: dict[int | None, int] = {}  # per piece, the index of its worker's session
     pieces = 1
     workers: list[int] = []
+    order: dict[str, int] = {}  # a split file's tests in collection order (its pieces' results arrive interleaved)
     collected = 0
     busy = [0.0, 0.0]  # CPU and wall seconds of the tests of the sessions that finished
     peaks: list[float] = []
@@ -234,6 +235,9 @@ def summarize(module: str, file: str, events: list[dict[str, Any]]) -> FileSumma
             running[piece] = event["nodeid"]
         elif kind == Event.COLLECTED:
             collected = max(collected, event["count"])
+            listed = event.get("nodeids")
+            if isinstance(listed, list):
+                order.update((nodeid, len(order)) for nodeid in listed if isinstance(nodeid, str) and nodeid not in order)
         elif kind == Event.RESULT:
             results[event["nodeid"]] = result_from_event(module, event)
             running.pop(piece, None)
@@ -267,7 +271,9 @@ def summarize(module: str, file: str, events: list[dict[str, Any]]) -> FileSumma
             peak = event.get("peak_mb")
             if isinstance(peak, _NUMBER) and not isinstance(peak, bool) and peak > 0:
                 peaks.append(float(peak))
-    return FileSummary(tuple(results.values()), len(sessions) - hosts, _jit_over(sessions), jit_error, contamination,
+    listed = sorted(results.values(), key=lambda result: order.get(result.nodeid, len(order))) if order \
+        else results.values()
+    return FileSummary(tuple(listed), len(sessions) - hosts, _jit_over(sessions), jit_error, contamination,
                        restart, internal_error, tuple(r for r in readbacks if "applied" in r),
                        round(busy[0] / busy[1], 4) if busy[1] > 0 else None, max(peaks, default=None), pieces,
                        tuple(workers))

@@ -151,7 +151,10 @@ class HarnessSession:
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         self.collected = True
-        self.recorder.emit(Event.COLLECTED, count=len(session.items))
+        # A file the runner may split names its tests in collection order: its pieces' results
+        # arrive interleaved, and its JUnit keeps this order, as an unsplit run's does.
+        order = {"nodeids": [item.nodeid for item in session.items]} if self.private[Env.SPLIT] else {}
+        self.recorder.emit(Event.COLLECTED, count=len(session.items), **order)
         why_not = self.why_not_warm(session)
         self.restart = f"fresh: {why_not}" if why_not else "warm"
         if not why_not:

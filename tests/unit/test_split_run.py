@@ -1,0 +1,106 @@
+"""Files split across the run's own forked workers (docs/scaling.md): one collection, K workers at
+once, the file's record exactly as unsplit, a crash or hang resumed within its piece."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from harness.record.durations import History
+from harness.record.junit import read_results
+from harness.run.forkserver import contiguous_pieces
+from harness.run.split import split_files
+from tests.conftest import FIXTURES, run_fixtures
+
+SPLIT = FIXTURES / "split"
+FILE = "test_pieces.py"
+NODEIDS = [f"{FILE}::test_piece[{i}]" for i in range(12)]
+# A history in which test_pieces.py outweighs the other file many times: the plan splits it in 2.
+HEAVY = History({**{nodeid: 1.0 for nodeid in NODEIDS}, "test_light.py::test_light": 0.5}, {}, ("made up",))
+
+
+def events(run, module="test_pieces"):
+    return [json.loads(line) for line in run.events(module).read_text().splitlines()]
+
+
+def outcomes(run):
+    return [(r.nodeid, r.outcome) for r in read_results(run.junit("test_pieces"))]
+
+
+def run_split(tmp_path, **options):
+    return run_fixtures(tmp_path / "results", (FILE,), tests_dir=SPLIT, jobs=2, history=HEAVY, **options)
+
+
+@pytest.mark.unit
+def test_pieces_are_consecutive_runs_of_equal_weight_and_never_empty():
+    tests = [f"t{i}" for i in range(10)]
+    assert contiguous_pieces(tests, {}, 2) == [tests[:5], tests[5:]]
+    heavy_first = {"t0": 9.0, **{f"t{i}": 1.0 for i in range(1, 10)}}
+    assert contiguous_pieces(tests, heavy_first, 2) == [["t0"], tests[1:]]
+    assert contiguous_pieces(tests[:2], {}, 4) == [["t0"], ["t1"]]
+    last_heavy = {**{f"t{i}": 1.0 for i in range(9)}, "t9": 100.0}
+    assert [len(piece) for piece in contiguous_pieces(tests, last_heavy, 3)] == [8, 1, 1]
+    assert contiguous_pieces(tests, {"t0": 1.0, "t1": 1.0}, 2) == [tests[:5], tests[5:]]  # unknown: the median
+
+
+@pytest.mark.unit
+def test_the_plan_splits_only_a_file_heavier_than_its_share():
+    grouped = {FILE: [FILE], "test_light.py": ["test_light.py"]}
+    split = split_files(grouped, HEAVY, 2)
+    assert set(split) == {FILE} and split[FILE].pieces == 2 and split[FILE].weights[NODEIDS[0]] == 1.0
+    assert split_files(grouped, HEAVY, 1) == {}
+    even = History({NODEIDS[0]: 1.0, "test_light.py::test_light": 1.0}, {}, ())
+    assert split_files(grouped, even, 2) == {}
+
+
+@pytest.mark.integration
+def test_a_split_file_runs_in_two_forked_pieces_and_records_as_unsplit(tmp_path):
+    unsplit = run_fixtures(tmp_path / "unsplit", (FILE,), tests_dir=SPLIT, jobs=2)
+    run = run_split(tmp_path)
+    assert outcomes(run) == outcomes(unsplit) == [(nodeid, "passed") for nodeid in NODEIDS]
+    seen = events(run)
+    assert [e["event"] for e in seen].count("session_start") == 1 and [e["event"] for e in seen].count("collected") == 1
+    workers = {e["piece"]: e["pid"] for e in seen if e["event"] == "worker_start"}
+    assert sorted(workers) == [0, 1] and len(set(workers.values())) == 2
+    ran = {e["nodeid"]: e["piece"] for e in seen if e["event"] == "result"}
+    assert ran == {nodeid: 0 if i < 6 else 1 for i, nodeid in enumerate(NODEIDS)}
+    starts = {e["piece"]: e["time"] for e in seen if e["event"] == "start"}
+    ends = {e["piece"]: e["time"] for e in seen if e["event"] == "result"}
+    assert starts[1] < ends[0]  # side by side, not one after the other
+    [record] = run.read_record().files
+    assert record.split == "2 pieces, forked after one collection" and record.counts == {"passed": 12}
+    assert record.processes == 2 and record.culprit is None and record.exit_status == 0
+    [plain] = unsplit.read_record().files
+    assert plain.split is None
+
+
+@pytest.mark.integration
+def test_a_crash_in_one_piece_resumes_that_piece_and_the_other_carries_on(tmp_path):
+    run = run_split(tmp_path, env={"SPLIT_FAULT": "abort:8"})
+    assert outcomes(run) == [(nodeid, "crashed" if i == 8 else "passed") for i, nodeid in enumerate(NODEIDS)]
+    seen = events(run)
+    assert [e.get("piece") for e in seen if e["event"] == "worker_start"] == [0, 1, 1]
+    [exit_event] = [e for e in seen if e["event"] == "worker_exit"]
+    assert exit_event["piece"] == 1 and exit_event["status"] == -6
+    [record] = run.read_record().files
+    assert record.processes == 3 and record.signal == "SIGABRT"
+    assert record.culprit == f"{NODEIDS[8]}: process died with SIGABRT"
+    assert record.split == "2 pieces, forked after one collection"
+
+
+@pytest.mark.integration
+def test_a_hang_in_one_piece_times_out_alone_and_its_piece_resumes(tmp_path):
+    run = run_split(tmp_path, env={"SPLIT_FAULT": "hang:2"}, test_timeout=3)
+    assert outcomes(run) == [(nodeid, "timeout" if i == 2 else "passed") for i, nodeid in enumerate(NODEIDS)]
+    assert [e.get("piece") for e in events(run) if e["event"] == "worker_start"] == [0, 1, 0]
+    [record] = run.read_record().files
+    assert record.culprit.startswith(f"{NODEIDS[2]}: test exceeded the tier's per-test limit (3 s)")
+
+
+@pytest.mark.integration
+def test_where_forking_is_unsafe_the_file_runs_unsplit_and_says_why(tmp_path):
+    run = run_split(tmp_path, restart="fresh")
+    assert outcomes(run) == [(nodeid, "passed") for nodeid in NODEIDS]
+    [record] = run.read_record().files
+    assert record.split == "unsplit: the tier asks for fresh processes" and record.processes == 1
