@@ -4,11 +4,17 @@ once, the file's record exactly as unsplit, a crash or hang resumed within its p
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 
 import pytest
 
 from harness.record.durations import History
 from harness.record.junit import read_results
+from harness.record.model import RunRecord
 from harness.run.forkserver import contiguous_pieces
 from harness.run.split import split_files
 from tests.conftest import FIXTURES, run_fixtures
@@ -104,3 +110,55 @@ def test_where_forking_is_unsafe_the_file_runs_unsplit_and_says_why(tmp_path):
     assert outcomes(run) == [(nodeid, "passed") for nodeid in NODEIDS]
     [record] = run.read_record().files
     assert record.split == "unsplit: the tier asks for fresh processes" and record.processes == 1
+
+
+def harness(*args: object, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "harness", *map(str, args)], env=env, capture_output=True,
+                          text=True, timeout=300)
+
+
+@pytest.mark.integration
+def test_an_interrupt_inside_a_split_file_keeps_every_finished_test_and_resume_completes_it(tmp_path):
+    """SIGTERM while piece 0 hangs and piece 1 has finished: the run stops resumable with all 9
+    finished results kept; `--resume` runs the 3 left (split again) and nothing twice."""
+    results = tmp_path / "results"
+    env = {**os.environ, "SPLIT_FAULT": ""}
+    common = ("--config", "stock", "--tier", "p0", "--tests-dir", SPLIT, "--select", FILE, "--results", results)
+    assert harness("run", *common, env=env).returncode == 0  # unsplit: the durations the split is planned on
+    [earlier] = list(results.glob("stock-p0-*"))
+    runner = subprocess.Popen([sys.executable, "-m", "harness", "run", *map(str, common), "--jobs", "2",
+                               "--durations", str(earlier)], env={**env, "SPLIT_FAULT": "hang:3"},
+                              text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        stream = None
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            runs = [run for run in results.glob("stock-p0-*") if run != earlier]
+            stream = runs[0] / "events" / "test_pieces.jsonl" if runs else None
+            seen = [json.loads(line) for line in stream.read_text().splitlines()] if stream and stream.exists() else []
+            if (any(e["event"] == "session_finish" and e.get("piece") == 1 for e in seen)
+                    and any(e["event"] == "start" and e["nodeid"] == NODEIDS[3] for e in seen)):
+                break
+            assert runner.poll() is None, runner.communicate()
+            time.sleep(0.1)
+        runner.send_signal(signal.SIGTERM)
+        out, err = runner.communicate(timeout=60)
+    finally:
+        runner.kill()
+    assert runner.returncode != 0 and "continue with: python -m harness run --resume" in out + err
+    run = stream.parents[1]
+    record = RunRecord.from_json(json.loads((run / "run.json").read_text()))
+    assert record.status == "interrupted" and record.files == ()
+    finished = [json.loads(line)["nodeid"] for line in stream.read_text().splitlines() if '"event": "result"' in line]
+    assert sorted(finished) == sorted(NODEIDS[:3] + NODEIDS[6:])  # the hung test was stopped, not crashed
+
+    resumed = harness("run", "--resume", run, "--jobs", "2", env=env)
+    assert resumed.returncode == 0, resumed.stderr
+    assert [(r.nodeid, r.outcome) for r in read_results(run / "junit" / "test_pieces.xml")] == [
+        (nodeid, "passed") for nodeid in NODEIDS]
+    seen = [json.loads(line) for line in stream.read_text().splitlines()]
+    starts = [e["nodeid"] for e in seen if e["event"] == "start"]
+    assert all(starts.count(nodeid) == 1 for nodeid in NODEIDS if nodeid != NODEIDS[3])
+    assert [e.get("piece") for e in seen if e["event"] == "worker_start"] == [0, 1, 0, 1]  # the rest split again
+    [file] = RunRecord.from_json(json.loads((run / "run.json").read_text())).files
+    assert file.split == "2 pieces, forked after one collection" and file.counts == {"passed": 12}
