@@ -21,12 +21,13 @@ a real run, bar the longest, named there).
     python benchmarks/scaling.py [--workers 2 4 16 64 144] [--fork-seconds S]
     python benchmarks/scaling.py --db RESULTS/harness.db --tier breadth --config stock [--threshold N]
     python benchmarks/scaling.py --runs RUN_DIR [RUN_DIR ...]
-    python benchmarks/scaling.py --runs UNSPLIT_RUN --measured SHARD_RUN SHARD_RUN ...
+    python benchmarks/scaling.py --runs UNSPLIT_RUN --measured SPLIT_RUN
 
-`--measured` times a split for real: the runs of one selection as N shards side by side (`--shard
-I/N`, planned on UNSPLIT_RUN's durations: each piece of a split file starts the file anew, so the
-`fresh` plan), each run's seconds on a core of its own (every test and every file start, scaled by
-the file's CPU share), against the plan's and the unsplit run's. N is the number of runs given.
+`--measured` times a split for real: one selection run twice with the same `--jobs N`, first as
+whole files (UNSPLIT_RUN: no recorded history, so nothing is split), then split by the runner on
+UNSPLIT_RUN's durations (`--durations UNSPLIT_RUN`: pieces forked after one collection). Each run's
+makespan is its wall time scaled by the share of a core its tests had (the unit the plan is in),
+against the `files` and `split` plans and the bound; the wall seconds are printed beside.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ import argparse
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 import yaml
@@ -45,6 +47,7 @@ sys.path.insert(0, str(ROOT))
 from harness.record import durations  # noqa: E402
 from harness.record.database import read_only  # noqa: E402
 from harness.record.durations import History  # noqa: E402
+from harness.record.store import RunDirectory  # noqa: E402
 from harness.run.collect import Collected  # noqa: E402
 from harness.run.split import FORK_SECONDS, file_plan, plan_run, timed  # noqa: E402
 
@@ -137,20 +140,37 @@ def rows(history: History, counts: list[int], fork_seconds: float) -> list[Row]:
     return found
 
 
-def measured(source: Source, pieces: list[Path]) -> None:
-    """Planned (on `source`) against measured makespan of a split run as len(pieces) shard runs."""
-    workers = len(pieces)
+def measured(source: Source, unsplit: Path, split: Path) -> None:
+    """Planned (on `source`) against measured makespan of one selection run twice with the same
+    `--jobs N`: whole files (`unsplit`), then split by the runner (`split`, planned on `unsplit`)."""
+    workers = _jobs(split)
     [row] = rows(source.history, [workers], FORK_SECONDS)
-    loads = []
-    for piece in pieces:
-        history, _ = durations.run_history(piece)
-        loads.append(sum(history.tests.values()) + sum(history.overhead.values()))
-    took = max(loads)
-    print(f"\nmeasured: {workers} shard runs side by side, planned on {source.label}")
-    print(f"  whole files (planned): {row.files:,.1f} s   split, fresh pieces (planned): {row.fresh:,.1f} s   "
-          f"bound: {row.bound:,.1f} s")
-    print(f"  split, measured: {took:,.1f} s (runs: {', '.join(f'{load:,.1f}' for load in loads)} s); "
-          f"measured/bound {took / row.bound:.2f}, planned/bound {row.fresh / row.bound:.2f}")
+    whole, pieces = _makespan(unsplit), _makespan(split)
+    files = [f"{f.file.rsplit('/', 1)[-1]} ({f.split})" for f in RunDirectory(split).read_record().files if f.split]
+    print(f"\nmeasured: N = {workers}, planned on {source.label}; split files: {', '.join(files) or 'none'}")
+    print(f"  {'':<24}{'seconds':>9}  {'/bound':>7}   wall seconds")
+    print(f"  {'bound':<24}{row.bound:>9,.1f}  {1:>7.2f}")
+    print(f"  {'whole files, planned':<24}{row.files:>9,.1f}  {row.files / row.bound:>7.2f}")
+    print(f"  {'whole files, measured':<24}{whole[0]:>9,.1f}  {whole[0] / row.bound:>7.2f}   {whole[1]:,.1f}")
+    print(f"  {'split, planned':<24}{row.split:>9,.1f}  {row.split / row.bound:>7.2f}")
+    print(f"  {'split, measured':<24}{pieces[0]:>9,.1f}  {pieces[0] / row.bound:>7.2f}   {pieces[1]:,.1f}")
+
+
+def _jobs(run: Path) -> int:
+    """The `--jobs` a run was started with (its recorded command line)."""
+    command = list(RunDirectory(run).read_record().command)
+    return int(command[command.index("--jobs") + 1]) if "--jobs" in command else 1
+
+
+def _makespan(run: Path) -> tuple[float, float]:
+    """(seconds on cores of their own, wall seconds) from the run's start to its end: the wall time
+    scaled by the share of a core its files' tests had (weighed by their durations), as the plan's
+    durations are, so that a loaded machine's waits for a core are not counted."""
+    record = RunDirectory(run).read_record()
+    wall = (datetime.fromisoformat(record.finished) - datetime.fromisoformat(record.started)).total_seconds()
+    spent = sum(f.duration for f in record.files)
+    share = sum(f.duration * durations.share_scale(f.cpu_share) for f in record.files) / spent if spent else 1.0
+    return wall * share, wall
 
 
 def report(source: Source, counts: list[int], fork_seconds: float) -> bool:
@@ -177,8 +197,8 @@ def main() -> None:
     parser.add_argument("--tier", default="breadth", help="with --db")
     parser.add_argument("--config", default="stock", help="with --db")
     parser.add_argument("--threshold", type=int, help="with --db: the configuration's JIT threshold")
-    parser.add_argument("--measured", type=Path, nargs="+", metavar="SHARD_RUN",
-                        help="with --runs: the shard runs of the same selection, side by side")
+    parser.add_argument("--measured", type=Path, metavar="SPLIT_RUN",
+                        help="with --runs UNSPLIT_RUN: the same selection with the same --jobs, split by the runner")
     parser.add_argument("--workers", type=int, nargs="+", default=[2, 4, 16, 64, 144])
     parser.add_argument("--fork-seconds", type=float, default=FORK_SECONDS,
                         help=f"a forked worker's start (default {FORK_SECONDS}: benchmarks/split_cost.py)")
@@ -190,9 +210,9 @@ def main() -> None:
     else:
         sources = list(modelled(MODEL))
     if args.measured:
-        if not args.runs:
-            parser.error("--measured needs --runs UNSPLIT_RUN")
-        measured(sources[0], args.measured)
+        if not args.runs or len(args.runs) != 1:
+            parser.error("--measured needs --runs UNSPLIT_RUN (one run)")
+        measured(sources[0], args.runs[0], args.measured)
         return
     met = [report(found, args.workers, args.fork_seconds) for found in sources]
     checked = [count for count in args.workers if count in CHECKED]

@@ -38,7 +38,7 @@ from harness.run.coverage import record_coverage
 from harness.run.filerun import LIVE, POLL_SECONDS, FileContext, run_file
 from harness.run.progress import RunProgress
 from harness.run.schedule import earlier_durations, longest_first
-from harness.run.split import split_files
+from harness.run.split import file_seconds, split_files
 
 
 @dataclass(frozen=True)
@@ -98,7 +98,8 @@ def execute(request: RunRequest, announce: Callable[[str], None] | None = None) 
             context = FileContext(request.python, request.tests_dir, request.tier, config, run, env,
                                   narrowing(request.entries, request.narrowed),
                                   split_files(grouped, request.history, request.jobs))
-            order = longest_first(list(grouped), earlier_durations(request.results_root, request.tier.name))
+            timed = file_seconds(request.history) or earlier_durations(request.results_root, request.tier.name)
+            order = longest_first(list(grouped), timed)  # the durations a split is planned on, where there are any
             with run.hold(), ThreadPoolExecutor(max_workers=1) as background:
                 record = background.submit(_first_record, request, run, env, started, list(grouped))
                 _run_files(context, record, {file: grouped[file] for file in order}, request.jobs, announce)

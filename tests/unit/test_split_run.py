@@ -105,6 +105,19 @@ def test_a_hang_in_one_piece_times_out_alone_and_its_piece_resumes(tmp_path):
 
 
 @pytest.mark.integration
+def test_a_split_file_over_its_limit_stops_every_piece_and_keeps_what_finished(tmp_path):
+    """Piece 0 hangs in test 2 until the file's limit; piece 1 has finished by then: its results,
+    and piece 0's first two, are kept; the hung test is the file's timeout; nothing runs after."""
+    run = run_split(tmp_path, env={"SPLIT_FAULT": "hang:2"}, timeout=20)
+    expected = [(nodeid, "passed") for nodeid in NODEIDS[:2]] + [(NODEIDS[2], "timeout")] + [
+        (nodeid, "passed") for nodeid in NODEIDS[6:]]
+    assert outcomes(run) == expected
+    [record] = run.read_record().files
+    assert record.culprit.startswith(f"{NODEIDS[2]}: file exceeded the tier's limit (20 s)")
+    assert [e.get("piece") for e in events(run) if e["event"] == "worker_start"] == [0, 1]
+
+
+@pytest.mark.integration
 def test_where_forking_is_unsafe_the_file_runs_unsplit_and_says_why(tmp_path):
     run = run_split(tmp_path, restart="fresh")
     assert outcomes(run) == [(nodeid, "passed") for nodeid in NODEIDS]
