@@ -15,6 +15,7 @@ import pytest
 from harness.record.durations import History
 from harness.record.junit import read_results
 from harness.record.model import RunRecord
+from harness.record.store import RunDirectory
 from harness.run.forkserver import contiguous_pieces
 from harness.run.split import split_files
 from tests.conftest import FIXTURES, run_fixtures
@@ -175,3 +176,28 @@ def test_an_interrupt_inside_a_split_file_keeps_every_finished_test_and_resume_c
     assert [e.get("piece") for e in seen if e["event"] == "worker_start"] == [0, 1, 0, 1]  # the rest split again
     [file] = RunRecord.from_json(json.loads((run / "run.json").read_text())).files
     assert file.split == "2 pieces, forked after one collection" and file.counts == {"passed": 12}
+
+
+@pytest.mark.integration
+def test_the_scaling_benchmark_times_a_real_split_run_against_its_plan(tmp_path):
+    """`benchmarks/scaling.py --runs UNSPLIT --measured SPLIT`: the same selection and `--jobs 2`,
+    whole, then split on the whole run's durations; planned and measured makespans beside the bound."""
+    env = {**os.environ, "SPLIT_FAULT": ""}
+    common = ("--config", "stock", "--tier", "p0", "--tests-dir", SPLIT, "--select", FILE, "--jobs", "2")
+    assert harness("run", *common, "--results", tmp_path / "whole", env=env).returncode == 0
+    [whole] = list((tmp_path / "whole").glob("stock-p0-*"))
+    assert harness("run", *common, "--durations", whole, "--results", tmp_path / "split", env=env).returncode == 0
+    [split] = list((tmp_path / "split").glob("stock-p0-*"))
+    [record] = RunDirectory(whole).read_record().files
+    assert record.split is None  # no history in a new results folder, a whole file: nothing is split
+    done = subprocess.run([sys.executable, str(FIXTURES.parents[1] / "benchmarks" / "scaling.py"), "--runs", str(whole),
+                           "--measured", str(split)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    lines = {line[:26].strip(): line[26:].split() for line in done.stdout.splitlines() if line.startswith("  ")}
+    assert "split files: test_pieces.py (2 pieces, forked after one collection)" in done.stdout
+    assert "measured: N = 2" in done.stdout
+    bound = float(lines["bound"][0])
+    assert float(lines["split, planned"][0]) < float(lines["whole files, planned"][0])
+    for row in ("whole files, measured", "split, measured"):
+        seconds, ratio, wall = map(float, lines[row])
+        assert seconds > 0 and wall >= seconds and ratio == pytest.approx(seconds / bound, rel=0.05)
