@@ -11,7 +11,9 @@ What it does, driven by HARNESS_* environment variables set by the runner:
 - leaves out the tests listed in HARNESS_DESELECT, so a new process resumes a file after the
   test that crashed the previous one;
 - when it is safe, runs the tests in forked workers of the collected process (warm restarts,
-  see forkserver.py), so resuming after a crash costs a fork instead of a new interpreter.
+  see forkserver.py), so resuming after a crash costs a fork instead of a new interpreter;
+- for a file the runner splits (HARNESS_SPLIT), forks one such worker per piece at once, each
+  running consecutive collected tests and naming its piece in every event it writes.
 
 Standard library only: it runs inside every configuration's interpreter. Without HARNESS_EVENTS
 (plain `pytest harness/smoke`) it records nothing and only applies the JIT request.
