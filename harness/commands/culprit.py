@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harness.commands.arguments import add_rerun_options, path_argument, positive
+from harness.commands.arguments import add_rerun_options, jobs_argument, path_argument, positive
 from harness.errors import HarnessError
 from harness.exits import ExitStatus
 
@@ -50,10 +50,22 @@ def add_search_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--probes", type=positive, default=DEFAULT_PROBES, metavar="K",
                         help=f"reruns per JIT list (default {DEFAULT_PROBES}); a list whose reruns disagree is "
                              "reported as a flaky probe and the search stops there")
-    parser.add_argument("--jobs", type=positive, default=1, metavar="N", help="culprit search: reruns at the same time (default 1)")
+    parser.add_argument("--jobs", type=jobs_argument, default=None, metavar="N",
+                        help="reruns at the same time, confirming (diff --confirm) and searching (default: auto, the "
+                             "cores this process may use, fewer if memory would not hold the rerun processes)")
     parser.add_argument("--attempts", type=positive, default=DEFAULT_ATTEMPTS, metavar="N",
                         help="reruns to catch a crash in CinderX's compile thread again when it does not happen every "
                              f"time (default {DEFAULT_ATTEMPTS})")
+
+
+def rerun_jobs(jobs: int | None) -> int:
+    """`--jobs N`, or for `auto` (None) the cores this process may use, fewer when memory would not hold
+    that many test processes (harness/run/capacity.py, at its default size of a test process)."""
+    from harness.run import capacity
+
+    if jobs is not None:
+        return jobs
+    return capacity.choose(capacity.limits(), capacity.DEFAULT_PROCESS_MB, "the default").jobs
 
 
 def _culprit(args: argparse.Namespace) -> int:
@@ -74,7 +86,8 @@ def _culprit(args: argparse.Namespace) -> int:
         print(f"{source}: no confirmed regression, crash or timeout of a JIT configuration to search "
               "(--test names one)")
         return ExitStatus.OK
-    for culprit_line in search(found, Budget(args.probes, args.jobs, args.timeout, args.restart, args.attempts), _announce):
+    budget = Budget(args.probes, rerun_jobs(args.jobs), args.timeout, args.restart, args.attempts)
+    for culprit_line in search(found, budget, _announce):
         print(culprit_line)
     return ExitStatus.OK
 
@@ -86,7 +99,7 @@ def search_comparisons(comparisons: Sequence[Comparison], candidates: Sequence[S
 
     found = [target for comparison, side in zip(comparisons, candidates) if comparison.valid
              for target in targets.from_regressions(comparison.regressions, side, ())]
-    budget = Budget(args.probes, args.jobs, args.confirm_timeout, args.confirm_restart, args.attempts)
+    budget = Budget(args.probes, rerun_jobs(args.jobs), args.confirm_timeout, args.confirm_restart, args.attempts)
     for line in search(found, budget, _announce):
         _announce(line)
 
