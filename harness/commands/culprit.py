@@ -105,14 +105,23 @@ def search_comparisons(comparisons: Sequence[Comparison], candidates: Sequence[S
 
 
 def search(found: Sequence[Target], budget: Budget, announce) -> list[str]:
-    """Blame each target, writing each culprit into its run directory as soon as it is known."""
-    from harness.compare.culprit.blame import blame
-    from harness.record.culprits import write_culprit
+    """Blame each target, writing each culprit into its run directory as soon as it is known. A
+    culprit found for one regression of a polluter group (same run, same polluters) is checked first
+    for the others of the group, which are searched only when it does not explain them."""
+    from harness.compare.culprit.blame import blame, reuse
+    from harness.record.culprits import CulpritStatus, write_culprit
 
     lines = []
+    groups: dict[tuple[Path, tuple[str, ...]], tuple[str, Culprit]] = {}  # (run, polluters) -> a culprit found
     for number, target in enumerate(found, 1):
         announce(f"culprit {number}/{len(found)}: {target.test} ({target.outcome})")
-        culprit = blame(target, budget, announce)
+        group = (target.run, target.polluters)
+        known = groups.get(group) if target.polluters else None
+        culprit = reuse(target, known[1], known[0], budget, announce) if known else None
+        if culprit is None:
+            culprit = blame(target, budget, announce)
+            if target.polluters and culprit.status is CulpritStatus.FOUND and group not in groups:
+                groups[group] = (target.test, culprit)
         write_culprit(target.run, target.test, culprit)
         lines.append(summary(target.test, culprit))
     return lines
