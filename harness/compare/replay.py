@@ -30,6 +30,7 @@ import os
 import shlex
 import itertools
 import signal
+import statistics
 import subprocess
 import tempfile
 import threading
@@ -144,6 +145,8 @@ class Rerunner:
     _numbers: Iterator[int] = field(default_factory=itertools.count)
     _lock: threading.Condition = field(default_factory=threading.Condition)
     _closed: bool = False
+    _rerun_seconds: dict[tuple[str, str], list[float]] = field(default_factory=dict)  # warm reruns, per key
+    _start_seconds: list[float] = field(default_factory=list)  # hosts' imports and collections
     _slots: threading.Semaphore = field(init=False)  # `jobs` reruns at once, over every caller's threads
 
     def __post_init__(self) -> None:
@@ -160,9 +163,11 @@ class Rerunner:
             return self._run(request, self._take(request.key), settings).get(target, NOT_RUN)
 
     def outcomes(self, requests: Sequence[Request]) -> list[dict[str, str]]:
-        """Each request's outcome of each of its node ids (requests in order), `jobs` at a time: a free
-        lane takes the first waiting rerun whose host is idle, else the first waiting one (starting a
-        host for it when its key has fewer than `jobs`, else waiting for one)."""
+        """Each request's outcome of each of its node ids (requests in order), `jobs` at a time. A free
+        lane takes, in this order: a waiting rerun that needs no host (fresh), one of a file and
+        configuration that has no host yet (started now, so that it collects while the other lanes
+        work), one whose host is idle, one whose key a further host pays for (`_worth_another`);
+        else it waits for a host."""
         found: list[dict[str, str]] = [{} for _ in requests]
         waiting = list(range(len(requests)))
         failures: list[BaseException] = []
@@ -172,12 +177,19 @@ class Rerunner:
                 while True:
                     with self._slots:
                         with self._lock:
-                            if not waiting or failures or self._closed:
-                                return
-                            index = next((i for i in waiting if self._idle.get(requests[i].key)), waiting[0])
+                            picked = None
+                            while picked is None:
+                                if not waiting or failures or self._closed:
+                                    return
+                                picked = self._pick(requests, waiting)
+                                if picked is None:
+                                    self._lock.wait()
+                            index, host, launch = picked
                             waiting.remove(index)
                         request = requests[index]
-                        found[index] = self._run(request, self._take(request.key), None)
+                        if launch:
+                            host = self._start_host(request.key)
+                        found[index] = self._run(request, host, None)
             except BaseException as error:  # noqa: BLE001 - raised again by the caller's thread
                 failures.append(error)
 
@@ -192,17 +204,48 @@ class Rerunner:
             raise failures[0]
         return found
 
-    def prepare(self, prefixes: Sequence[str], target: str) -> None:
-        """Start a rerun host of `target`'s file under each prefix that has none, at once, so that
-        their imports and collections overlap (a confirmation needs both configurations' hosts)."""
-        keys = [(prefix, target.split("::", 1)[0]) for prefix in dict.fromkeys(prefixes)]
+    def _pick(self, requests: Sequence[Request], waiting: list[int]) -> tuple[int, _Host | None, bool] | None:
+        """(Under the lock.) The next rerun for a free lane: its index, the idle host it takes (claimed
+        now), and whether a host must be started for it (reserved now); None: wait for a host."""
+        def hosts(key: tuple[str, str]) -> int:
+            return len(self._hosts.get(key, [])) + self._starting[key]
+
+        keys = [(index, requests[index].key) for index in waiting]
+        for index, key in keys:
+            if self.restart != "warm" or key in self._fresh:
+                return index, None, False
+        for index, key in keys:
+            if not hosts(key):
+                self._starting[key] += 1
+                return index, None, True
+        for index, key in keys:
+            if self._idle.get(key):
+                return index, self._idle[key].pop(), False
+        for index, key in keys:
+            if hosts(key) < self.jobs and self._worth_another(key, sum(k == key for _, k in keys)):
+                self._starting[key] += 1
+                return index, None, True
+        return None
+
+    def _worth_another(self, key: tuple[str, str], waiting: int) -> bool:
+        """Whether the reruns waiting for `key` would take longer, one after another, than starting
+        one more host for them (both as measured so far; unmeasured: yes)."""
+        reruns, starts = self._rerun_seconds.get(key), self._start_seconds
+        if not reruns or not starts:
+            return True
+        return waiting * statistics.mean(reruns) > statistics.mean(starts)
+
+    def _start_host(self, key: tuple[str, str]) -> _Host | None:
+        """Start a host reserved for `key` (in `_starting`) and claim it; None: the key's reruns are fresh."""
+        began = time.monotonic()
+        host = self._ready(self._launch(*key, next(self._numbers)), key[1])
+        self._admit(key, host)
+        if host is None:
+            return None
         with self._lock:
-            wanted = [key for key in keys if self.restart == "warm" and key not in self._fresh
-                      and not self._hosts.get(key) and not self._starting[key]]
-            launched = [(key, self._launch(*key, next(self._numbers))) for key in wanted]
-            self._starting.update(wanted)
-        for key, host in launched:
-            self._admit(key, self._ready(host, key[1]))
+            self._start_seconds.append(time.monotonic() - began)
+            self._idle[key].remove(host)
+        return host
 
     def summary(self) -> str:
         """Where the reruns ran, and for each file whose reruns were fresh processes, why."""
@@ -237,12 +280,9 @@ class Rerunner:
                     return self._idle[key].pop()
                 if len(self._hosts.get(key, [])) + self._starting[key] < self.jobs:
                     self._starting[key] += 1
-                    number = next(self._numbers)
                     break
                 self._lock.wait()
-        host = self._ready(self._launch(*key, number), key[1])
-        self._admit(key, host)
-        return self._take(key) if host is None else self._claim(key, host)
+        return self._start_host(key)
 
     def _admit(self, key: tuple[str, str], host: _Host | None) -> None:
         """A host that finished starting is idle; one that could not start makes the key's reruns fresh."""
@@ -259,11 +299,6 @@ class Rerunner:
                 self.hosts_started += 1
             self._lock.notify_all()
 
-    def _claim(self, key: tuple[str, str], host: _Host) -> _Host:
-        with self._lock:
-            self._idle[key].remove(host)
-        return host
-
     def _run(self, request: Request, host: _Host | None, settings: Mapping[str, str] | None) -> dict[str, str]:
         if host is None:
             with self._lock:
@@ -275,11 +310,14 @@ class Rerunner:
             return outcomes_of(command(request.prefix, request.nodeids), request.nodeids, self.timeout, settings)
         with self._lock:
             self.warm_reruns += 1
+        began = time.monotonic()
         try:
             if self.settable:
                 host.settings.write_text(json.dumps(dict(settings or {})), encoding="utf-8")
             return self._in_fork(host, request.nodeids)
         finally:
+            with self._lock:
+                self._rerun_seconds.setdefault(request.key, []).append(time.monotonic() - began)
             self._release(request.key, host)
 
     def _release(self, key: tuple[str, str], host: _Host) -> None:
