@@ -15,7 +15,8 @@ everything the test calls), so none is made whose answer cannot change a verdict
 do not depend on each other run `jobs` at a time (Rerunner.outcomes), in rounds:
 
 1. every regression alone in the candidate, once: failing alone, or passing alone, tells which
-   evidence decides it;
+   evidence decides it. Each file's first regression goes first, and if it passes alone its
+   bisection (step 3) starts while the others' reruns alone go on;
 2. those that failed: K - 1 more times alone in the candidate and K times in the baseline;
 3. per file, those that passed, in run order (the first has the fewest tests before it: the
    cheapest bisection). The first is bisected (bisect.py: its earlier tests, one rerun per step);
@@ -184,7 +185,7 @@ class Confirmation:
         cases.sort(key=lambda case: (case.file, _position(orders, case)))
         self.announce(f"confirming {len(cases)} regression{'s' * (len(cases) != 1)}: {self.count} rerun"
                       f"{'s' * (self.count != 1)} per check and configuration, {self.jobs} at a time")
-        once = self._each([(case.candidate, (case.target,), 1) for case in cases])
+        once, bisected = self._alone_and_first_bisections(cases, orders)
         cases = [replace(case, alone=tuple(once[case.target])) for case in cases]
         failing = [case for case in cases if _all_bad(case.alone) and replay.NOT_RUN not in case.alone]
         more = self._each([(prefix, (case.target,), times) for case in failing
@@ -202,12 +203,32 @@ class Confirmation:
             else:
                 verdicts[case.regression.test] = verdict
         self.announce(f"alone: {len(passing)} passed (order dependence suspected), {len(failing)} failed")
-        verdicts.update(self._order_dependence(passing, orders))
+        verdicts.update(self._order_dependence(passing, orders, bisected))
         return verdicts
 
-    def _order_dependence(self, passing: Sequence[_Case], orders: Mapping[str, list[str]]) -> dict[str, Verdict]:
+    def _alone_and_first_bisections(self, cases: Sequence[_Case], orders: Mapping[str, list[str]]
+                                    ) -> tuple[dict[str, list[str]], dict[str, tuple[str, ...] | None]]:
+        """Every regression alone in the candidate, once, by test; and the polluters of each file's first
+        regression, bisected as soon as it passed alone, while the others' reruns alone go on (a
+        bisection is one rerun at a time: it would leave the other lanes idle)."""
+        firsts = list({case.file: case for case in reversed(cases)}.values())
+        once = self._each([(case.candidate, (case.target,), 1) for case in firsts])
+        rest = [case for case in cases if case.target not in once]
+        ordered = [case for case in firsts if _all_passed(once[case.target])]
+        with ThreadPoolExecutor(max_workers=1 + len(ordered), thread_name_prefix="confirm") as pool:
+            later = pool.submit(self._each, [(case.candidate, (case.target,), 1) for case in rest])
+            early = {case.target: pool.submit(self._bisect, case, orders) for case in ordered}
+            once.update(later.result())
+            return once, {target: future.result() for target, future in early.items()}
+
+    def _bisect(self, case: _Case, orders: Mapping[str, list[str]]) -> tuple[str, ...] | None:
+        return smallest_polluting_set(earlier_in(orders, case.regression), lambda subset: self._bad(case, subset),
+                                      self.seconds)
+
+    def _order_dependence(self, passing: Sequence[_Case], orders: Mapping[str, list[str]],
+                          bisected: Mapping[str, tuple[str, ...] | None]) -> dict[str, Verdict]:
         """The verdicts of the regressions that pass without their earlier tests, file by file (files
-        at the same time)."""
+        at the same time); `bisected`: polluters already found, by test."""
         files: dict[str, list[_Case]] = {}
         for case in passing:
             files.setdefault(case.file, []).append(case)
@@ -215,7 +236,8 @@ class Confirmation:
         if not files:
             return verdicts
         with ThreadPoolExecutor(max_workers=len(files), thread_name_prefix="confirm-file") as pool:
-            futures = [pool.submit(self._file, sorted(cases, key=lambda case: _position(orders, case)), orders)
+            futures = [pool.submit(self._file, sorted(cases, key=lambda case: _position(orders, case)), orders,
+                                   bisected)
                        for _, cases in sorted(files.items())]
             for future in futures:  # in file order: the same announcements whichever file finishes first
                 found, lines, bisections = future.result()
@@ -225,7 +247,8 @@ class Confirmation:
                     self.announce(line)
         return verdicts
 
-    def _file(self, cases: list[_Case], orders: Mapping[str, list[str]]) -> tuple[dict[str, Verdict], list[str], int]:
+    def _file(self, cases: list[_Case], orders: Mapping[str, list[str]],
+              bisected: Mapping[str, tuple[str, ...] | None]) -> tuple[dict[str, Verdict], list[str], int]:
         """One file's regressions that pass without their earlier tests, in run order: bisect the first
         unexplained one, try what it finds on all the others at once, until each has a verdict.
         Returns the verdicts, the announcements and the number of bisections."""
@@ -237,7 +260,7 @@ class Confirmation:
             first = pending[0]
             earlier = earlier_in(orders, first.regression)
             bisections += 1
-            polluters = smallest_polluting_set(earlier, lambda subset: self._bad(first, subset), self.seconds)
+            polluters = bisected[first.target] if first.target in bisected else self._bisect(first, orders)
             if polluters is None:
                 tests = f"{len(earlier)} test{'' if len(earlier) == 1 else 's'}"
                 verdicts[first.regression.test] = Verdict(
