@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harness.commands.arguments import add_rerun_options, path_argument, positive
+from harness.commands.arguments import add_rerun_options, jobs_argument, path_argument, positive
 from harness.errors import HarnessError
 from harness.exits import ExitStatus
 
@@ -50,10 +50,22 @@ def add_search_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--probes", type=positive, default=DEFAULT_PROBES, metavar="K",
                         help=f"reruns per JIT list (default {DEFAULT_PROBES}); a list whose reruns disagree is "
                              "reported as a flaky probe and the search stops there")
-    parser.add_argument("--jobs", type=positive, default=1, metavar="N", help="culprit search: reruns at the same time (default 1)")
+    parser.add_argument("--jobs", type=jobs_argument, default=None, metavar="N",
+                        help="reruns at the same time, confirming (diff --confirm) and searching (default: auto, the "
+                             "cores this process may use, fewer if memory would not hold the rerun processes)")
     parser.add_argument("--attempts", type=positive, default=DEFAULT_ATTEMPTS, metavar="N",
                         help="reruns to catch a crash in CinderX's compile thread again when it does not happen every "
                              f"time (default {DEFAULT_ATTEMPTS})")
+
+
+def rerun_jobs(jobs: int | None) -> int:
+    """`--jobs N`, or for `auto` (None) the cores this process may use, fewer when memory would not hold
+    that many test processes (harness/run/capacity.py, at its default size of a test process)."""
+    from harness.run import capacity
+
+    if jobs is not None:
+        return jobs
+    return capacity.choose(capacity.limits(), capacity.DEFAULT_PROCESS_MB, "the default").jobs
 
 
 def _culprit(args: argparse.Namespace) -> int:
@@ -74,7 +86,8 @@ def _culprit(args: argparse.Namespace) -> int:
         print(f"{source}: no confirmed regression, crash or timeout of a JIT configuration to search "
               "(--test names one)")
         return ExitStatus.OK
-    for culprit_line in search(found, Budget(args.probes, args.jobs, args.timeout, args.restart, args.attempts), _announce):
+    budget = Budget(args.probes, rerun_jobs(args.jobs), args.timeout, args.restart, args.attempts)
+    for culprit_line in search(found, budget, _announce):
         print(culprit_line)
     return ExitStatus.OK
 
@@ -86,20 +99,29 @@ def search_comparisons(comparisons: Sequence[Comparison], candidates: Sequence[S
 
     found = [target for comparison, side in zip(comparisons, candidates) if comparison.valid
              for target in targets.from_regressions(comparison.regressions, side, ())]
-    budget = Budget(args.probes, args.jobs, args.confirm_timeout, args.confirm_restart, args.attempts)
+    budget = Budget(args.probes, rerun_jobs(args.jobs), args.confirm_timeout, args.confirm_restart, args.attempts)
     for line in search(found, budget, _announce):
         _announce(line)
 
 
 def search(found: Sequence[Target], budget: Budget, announce) -> list[str]:
-    """Blame each target, writing each culprit into its run directory as soon as it is known."""
-    from harness.compare.culprit.blame import blame
-    from harness.record.culprits import write_culprit
+    """Blame each target, writing each culprit into its run directory as soon as it is known. A
+    culprit found for one regression of a polluter group (same run, same polluters) is checked first
+    for the others of the group, which are searched only when it does not explain them."""
+    from harness.compare.culprit.blame import blame, reuse
+    from harness.record.culprits import CulpritStatus, write_culprit
 
     lines = []
+    groups: dict[tuple[Path, tuple[str, ...]], tuple[str, Culprit]] = {}  # (run, polluters) -> a culprit found
     for number, target in enumerate(found, 1):
         announce(f"culprit {number}/{len(found)}: {target.test} ({target.outcome})")
-        culprit = blame(target, budget, announce)
+        group = (target.run, target.polluters)
+        known = groups.get(group) if target.polluters else None
+        culprit = reuse(target, known[1], known[0], budget, announce) if known else None
+        if culprit is None:
+            culprit = blame(target, budget, announce)
+            if target.polluters and culprit.status is CulpritStatus.FOUND and group not in groups:
+                groups[group] = (target.test, culprit)
         write_culprit(target.run, target.test, culprit)
         lines.append(summary(target.test, culprit))
     return lines

@@ -165,7 +165,7 @@ def _check_outputs(args: argparse.Namespace) -> None:
 def _report(pairs: list[tuple[Side, Side]], args: argparse.Namespace, perf: PerfComparison | None = None) -> int:
     from harness.compare import known
     from harness.compare.confirm import Reruns, confirm
-    from harness.commands.culprit import recorded_culprits, search_comparisons
+    from harness.commands.culprit import recorded_culprits, rerun_jobs, search_comparisons
     from harness.compare.diff import Comparison, compare
     from harness.compare.validity import Allowances
     from harness.configure.configurations import load_catalog
@@ -183,7 +183,8 @@ def _report(pairs: list[tuple[Side, Side]], args: argparse.Namespace, perf: Perf
     for baseline, candidate in pairs:
         comparison = compare(baseline, candidate, allow)
         if times and comparison.valid and comparison.regressions:
-            comparison = confirm(comparison, candidate, Reruns(times, args.confirm_timeout, args.confirm_restart),
+            reruns = Reruns(times, args.confirm_timeout, args.confirm_restart, rerun_jobs(args.jobs))
+            comparison = confirm(comparison, candidate, reruns,
                                  _announce, _flaky_in_history(baseline, candidate))
         comparisons.append(known.classify(comparison, known_regressions, candidate.results, candidate.partial))
     candidates = [candidate for _, candidate in pairs]

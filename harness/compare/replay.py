@@ -13,6 +13,11 @@ engaged in the fork, after collection, as in a fresh process. Where that host ca
 (threads alive after collection, JIT at start-up), or when asked (`restart="fresh"`), each rerun
 gets a fresh process instead.
 
+Reruns that do not depend on each other (`outcomes`) run `jobs` at a time, each in its own host:
+a file gets a second host of a configuration only when a rerun is waiting for it and every host it
+has is busy, and a free lane first takes a rerun whose host is idle, so hosts are started (each
+collects the file again) only where they save waiting.
+
 A culprit search also gives each rerun CinderX settings (environment variables CinderX reads when
 it is imported: a JIT list, a debug log): a fresh process starts with them, and a fork puts them
 into its environment before it imports CinderX (`Env.JIT_SETTINGS`), which its host has not.
@@ -23,10 +28,14 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import itertools
 import signal
+import statistics
 import subprocess
 import tempfile
+import threading
 import time
+from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,15 +54,15 @@ def command(prefix: str, nodeids: Sequence[str]) -> str:
     return " ".join([prefix, *map(shlex.quote, nodeids)])
 
 
-def outcome(prefix: str, nodeids: Sequence[str], target: str, timeout: float,
-            env: Mapping[str, str] | None = None) -> str:
-    """Run `nodeids` in order in one fresh process; the outcome of `target` among them."""
-    return outcome_of(command(prefix, nodeids), target, timeout, env)
-
-
 def outcome_of(shell_command: str, target: str, timeout: float, env: Mapping[str, str] | None = None) -> str:
     """Run a replay command (or one that wraps it) in a fresh process, with `env` added; the
     outcome of `target` in it."""
+    return outcomes_of(shell_command, [target], timeout, env)[target]
+
+
+def outcomes_of(shell_command: str, targets: Sequence[str], timeout: float,
+                env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Run a replay command in a fresh process, with `env` added; the outcome of each of `targets`."""
     with tempfile.TemporaryDirectory(prefix="harness-replay-") as folder:
         events = Path(folder) / "events.jsonl"
         process = _start(shell_command, {**(env or {}), Env.EVENTS: str(events)})
@@ -61,9 +70,15 @@ def outcome_of(shell_command: str, target: str, timeout: float, env: Mapping[str
             process.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             _kill_group(process)
-            return Outcome.TIMEOUT if target_outcome(EventStream(events).read_new(), target) == Outcome.CRASHED \
-                else NOT_RUN
-        return target_outcome(EventStream(events).read_new(), target)
+            return _timed_out(EventStream(events).read_new(), targets)
+        seen = EventStream(events).read_new()
+        return {target: target_outcome(seen, target) for target in targets}
+
+
+def _timed_out(events: Sequence[dict[str, Any]], targets: Sequence[str]) -> dict[str, str]:
+    """Outcomes of a rerun killed at its time limit: the test it was in timed out, later ones never ran."""
+    found = {target: target_outcome(events, target) for target in targets}
+    return {target: Outcome.TIMEOUT if outcome == Outcome.CRASHED else outcome for target, outcome in found.items()}
 
 
 def target_outcome(events: Sequence[dict[str, Any]], target: str) -> str:
@@ -97,18 +112,45 @@ class _Host:
         _kill_group(self.process)
 
 
+@dataclass(frozen=True)
+class Request:
+    """One rerun: `nodeids` (tests of one file) in order in one process."""
+
+    prefix: str
+    nodeids: tuple[str, ...]
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """Which hosts can serve it: one configuration's (replay prefix's) collected processes of one file."""
+        return self.prefix, self.nodeids[-1].split("::", 1)[0]
+
+
 @dataclass
 class Rerunner:
-    """Reruns of recorded tests for one confirmation: warm forks of one host per (prefix, file)."""
+    """Reruns of recorded tests: warm forks of collected hosts per (prefix, file), `jobs` at a time."""
 
     timeout: float
     restart: str = "warm"  # warm: forks of a collected host where it is safe; fresh: a new process each time
     settable: bool = False  # each rerun may carry CinderX settings (its hosts keep CinderX unimported)
+    jobs: int = 1  # reruns at the same time (`outcomes`), so at most this many hosts per (prefix, file)
     folder: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="harness-reruns-")))
-    _hosts: dict[tuple[str, str], _Host | None] = field(default_factory=dict)
     warm_reruns: int = 0
     fresh_reruns: int = 0
+    hosts_started: int = 0
     cold: dict[str, str] = field(default_factory=dict)  # file -> why its reruns could not be forks
+    _hosts: dict[tuple[str, str], list[_Host]] = field(default_factory=dict)  # every live host of a key
+    _idle: dict[tuple[str, str], list[_Host]] = field(default_factory=dict)
+    _starting: Counter[tuple[str, str]] = field(default_factory=Counter)  # hosts of a key still collecting
+    _fresh: set[tuple[str, str]] = field(default_factory=set)  # keys whose reruns are fresh processes
+    _numbers: Iterator[int] = field(default_factory=itertools.count)
+    _lock: threading.Condition = field(default_factory=threading.Condition)
+    _closed: bool = False
+    _rerun_seconds: dict[tuple[str, str], list[float]] = field(default_factory=dict)  # warm reruns, per key
+    _start_seconds: list[float] = field(default_factory=list)  # hosts' imports and collections
+    _slots: threading.Semaphore = field(init=False)  # `jobs` reruns at once, over every caller's threads
+
+    def __post_init__(self) -> None:
+        self._slots = threading.Semaphore(self.jobs)
 
     def outcome(self, prefix: str, nodeids: Sequence[str], target: str,
                 settings: Mapping[str, str] | None = None) -> str:
@@ -116,43 +158,107 @@ class Rerunner:
         outcome of `target` among them."""
         if settings and not self.settable:
             raise ValueError("CinderX settings need a settable Rerunner")
-        key = (prefix, target.split("::", 1)[0])
-        self.prepare([prefix], target)
-        host = self._hosts.get(key)
-        if host is None:
-            self.fresh_reruns += 1
-            if self.restart != "warm":
-                self.cold.setdefault(key[1], "fresh processes were asked for")
-            return outcome(prefix, nodeids, target, self.timeout, settings)
-        self.warm_reruns += 1
-        if self.settable:
-            host.settings.write_text(json.dumps(dict(settings or {})), encoding="utf-8")
-        found = self._in_fork(host, nodeids, target)
-        if host.process.poll() is not None:  # the host itself died: later reruns start afresh
-            self._hosts[key] = None
-            self.cold[key[1]] = f"its rerun host died (exit status {host.process.returncode}) during a rerun"
+        request = Request(prefix, tuple(nodeids))
+        with self._slots:
+            return self._run(request, self._take(request.key), settings).get(target, NOT_RUN)
+
+    def outcomes(self, requests: Sequence[Request]) -> list[dict[str, str]]:
+        """Each request's outcome of each of its node ids (requests in order), `jobs` at a time. A free
+        lane takes, in this order: a waiting rerun that needs no host (fresh), one of a file and
+        configuration that has no host yet (started now, so that it collects while the other lanes
+        work), one whose host is idle, one whose key a further host pays for (`_worth_another`);
+        else it waits for a host."""
+        found: list[dict[str, str]] = [{} for _ in requests]
+        waiting = list(range(len(requests)))
+        failures: list[BaseException] = []
+
+        def lane() -> None:
+            try:
+                while True:
+                    with self._slots:
+                        with self._lock:
+                            picked = None
+                            while picked is None:
+                                if not waiting or failures or self._closed:
+                                    return
+                                picked = self._pick(requests, waiting)
+                                if picked is None:
+                                    self._lock.wait()
+                            index, host, launch = picked
+                            waiting.remove(index)
+                        request = requests[index]
+                        if launch:
+                            host = self._start_host(request.key)
+                        found[index] = self._run(request, host, None)
+            except BaseException as error:  # noqa: BLE001 - raised again by the caller's thread
+                failures.append(error)
+
+        # Daemon threads: an interrupted confirmation closes the hosts and exits without waiting for them.
+        lanes = [threading.Thread(target=lane, name=f"rerun-{n}", daemon=True)
+                 for n in range(min(self.jobs, len(requests)))]
+        for thread in lanes:
+            thread.start()
+        for thread in lanes:
+            thread.join()
+        if failures:
+            raise failures[0]
         return found
 
-    def prepare(self, prefixes: Sequence[str], target: str) -> None:
-        """Start the rerun hosts of `target`'s file under each prefix at once, so that their imports and
-        collections overlap (a confirmation needs both configurations' hosts of a file)."""
-        if self.restart != "warm":
-            return
-        file = target.split("::", 1)[0]
-        wanted = [(prefix, file) for prefix in dict.fromkeys(prefixes) if (prefix, file) not in self._hosts]
-        launched = [(key, self._launch(*key, len(self._hosts) + number)) for number, key in enumerate(wanted)]
-        for key, host in launched:
-            self._hosts[key] = self._ready(host, key[1])
+    def _pick(self, requests: Sequence[Request], waiting: list[int]) -> tuple[int, _Host | None, bool] | None:
+        """(Under the lock.) The next rerun for a free lane: its index, the idle host it takes (claimed
+        now), and whether a host must be started for it (reserved now); None: wait for a host."""
+        def hosts(key: tuple[str, str]) -> int:
+            return len(self._hosts.get(key, [])) + self._starting[key]
+
+        keys = [(index, requests[index].key) for index in waiting]
+        for index, key in keys:
+            if self.restart != "warm" or key in self._fresh:
+                return index, None, False
+        for index, key in keys:
+            if not hosts(key):
+                self._starting[key] += 1
+                return index, None, True
+        for index, key in keys:
+            if self._idle.get(key):
+                return index, self._idle[key].pop(), False
+        for index, key in keys:
+            if hosts(key) < self.jobs and self._worth_another(key, sum(k == key for _, k in keys)):
+                self._starting[key] += 1
+                return index, None, True
+        return None
+
+    def _worth_another(self, key: tuple[str, str], waiting: int) -> bool:
+        """Whether the reruns waiting for `key` would take longer, one after another, than starting
+        one more host for them (both as measured so far; unmeasured: yes)."""
+        reruns, starts = self._rerun_seconds.get(key), self._start_seconds
+        if not reruns or not starts:
+            return True
+        return waiting * statistics.mean(reruns) > statistics.mean(starts)
+
+    def _start_host(self, key: tuple[str, str]) -> _Host | None:
+        """Start a host reserved for `key` (in `_starting`) and claim it; None: the key's reruns are fresh."""
+        began = time.monotonic()
+        host = self._ready(self._launch(*key, next(self._numbers)), key[1])
+        self._admit(key, host)
+        if host is None:
+            return None
+        with self._lock:
+            self._start_seconds.append(time.monotonic() - began)
+            self._idle[key].remove(host)
+        return host
 
     def summary(self) -> str:
         """Where the reruns ran, and for each file whose reruns were fresh processes, why."""
         return where_reruns_ran([self])
 
     def close(self) -> None:
-        for host in self._hosts.values():
-            if host is not None:
-                host.stop()
-        self._hosts.clear()
+        with self._lock:
+            self._closed = True
+            for hosts in self._hosts.values():
+                for host in hosts:
+                    host.stop()
+            self._hosts.clear()
+            self._idle.clear()
         for path in self.folder.glob("*"):
             path.unlink()
         self.folder.rmdir()
@@ -162,6 +268,68 @@ class Rerunner:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    def _take(self, key: tuple[str, str]) -> _Host | None:
+        """An idle host of `key` (started if it has fewer than `jobs` and all are busy, else waited
+        for), or None: this key's reruns are fresh processes."""
+        with self._lock:
+            while True:
+                if self.restart != "warm" or key in self._fresh or self._closed:
+                    return None
+                if self._idle.get(key):
+                    return self._idle[key].pop()
+                if len(self._hosts.get(key, [])) + self._starting[key] < self.jobs:
+                    self._starting[key] += 1
+                    break
+                self._lock.wait()
+        return self._start_host(key)
+
+    def _admit(self, key: tuple[str, str], host: _Host | None) -> None:
+        """A host that finished starting is idle; one that could not start makes the key's reruns fresh."""
+        with self._lock:
+            self._starting[key] -= 1
+            if host is not None and self._closed:  # closed (interrupted) while it collected
+                host.stop()
+                host = None
+            if host is None:
+                self._fresh.add(key)
+            else:
+                self._hosts.setdefault(key, []).append(host)
+                self._idle.setdefault(key, []).append(host)
+                self.hosts_started += 1
+            self._lock.notify_all()
+
+    def _run(self, request: Request, host: _Host | None, settings: Mapping[str, str] | None) -> dict[str, str]:
+        if host is None:
+            with self._lock:
+                if self._closed:  # interrupted: no new process
+                    return dict.fromkeys(request.nodeids, NOT_RUN)
+                self.fresh_reruns += 1
+                if self.restart != "warm":
+                    self.cold.setdefault(request.key[1], "fresh processes were asked for")
+            return outcomes_of(command(request.prefix, request.nodeids), request.nodeids, self.timeout, settings)
+        with self._lock:
+            self.warm_reruns += 1
+        began = time.monotonic()
+        try:
+            if self.settable:
+                host.settings.write_text(json.dumps(dict(settings or {})), encoding="utf-8")
+            return self._in_fork(host, request.nodeids)
+        finally:
+            with self._lock:
+                self._rerun_seconds.setdefault(request.key, []).append(time.monotonic() - began)
+            self._release(request.key, host)
+
+    def _release(self, key: tuple[str, str], host: _Host) -> None:
+        """The host back to idle, or, if it died during the rerun, gone: later reruns start afresh."""
+        with self._lock:
+            if host.process.poll() is None:
+                self._idle.setdefault(key, []).append(host)
+            else:
+                self._hosts[key].remove(host)
+                self._fresh.add(key)
+                self.cold[key[1]] = f"its rerun host died (exit status {host.process.returncode}) during a rerun"
+            self._lock.notify_all()
 
     def _launch(self, prefix: str, file: str, number: int) -> _Host:
         """A rerun host started: it imports torch and collects `file`, then waits for its commands."""
@@ -198,7 +366,7 @@ class Rerunner:
         self.cold[file] = why
         return None
 
-    def _in_fork(self, host: _Host, nodeids: Sequence[str], target: str) -> str:
+    def _in_fork(self, host: _Host, nodeids: Sequence[str]) -> dict[str, str]:
         host.select.write_text("".join(f"{nodeid}\n" for nodeid in nodeids))
         os.write(host.control, b"run\n")
         seen: list[dict[str, Any]] = []
@@ -209,11 +377,11 @@ class Rerunner:
             if event.get("event") == Event.WORKER_START:
                 worker = event.get("pid")
             elif event.get("event") == Event.WORKER_EXIT:
-                return target_outcome(seen, target)
+                return {nodeid: target_outcome(seen, nodeid) for nodeid in nodeids}
         if worker is not None:  # past the time limit: end the worker; its host serves the next rerun
             _signal(worker, signal.SIGKILL)
             list(_follow(host, time.monotonic() + self.timeout, until=Event.WORKER_EXIT))
-        return Outcome.TIMEOUT if target_outcome(seen, target) == Outcome.CRASHED else NOT_RUN
+        return _timed_out(seen, nodeids)
 
 
 def where_reruns_ran(rerunners: Sequence[Rerunner]) -> str:

@@ -74,6 +74,7 @@ class Culprit:
     seconds: float = 0.0
     note: str = ""  # why the search stopped short, or what else it saw
     polluters: tuple[str, ...] = field(default=())  # tests run in front of it in every probe (order dependence)
+    reused_from: str = ""  # the test of the same polluter group whose culprit this is, checked for this one
 
     def to_json(self) -> dict[str, Any]:
         """Plain JSON values (lists, strings), as report.json and culprits.json hold them."""

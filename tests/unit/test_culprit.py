@@ -332,3 +332,44 @@ def test_every_cinderx_setting_the_search_uses_is_one_cinderx_knows(tmp_path: Pa
     used = {*cinderx.settings(tmp_path / "l", tmp_path / "j", "Simplify"), *cinderx.settings(tmp_path / "l", inliner_only=True),
             *cinderx.PASSES.values()}
     assert used - cinderx_variables.known() == {"HARNESS_COMPILED"}  # the harness's own: the code of what compiled
+
+
+def test_a_culprit_found_for_one_regression_of_a_polluter_group_is_checked_first_for_the_others(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """Regressions after the same polluter in one run: the first is searched; for the others its
+    culprit is checked (reuse) and only searched for where it does not explain them; a regression
+    with other polluters, or none, is searched on its own. The record says which culprit was reused."""
+    from harness.commands import culprit as command
+    from harness.compare.culprit import blame
+    from harness.compare.culprit.probes import Budget, Target
+
+    polluter = ("test_a.py::test_pollutes",)
+    found = Culprit(CulpritStatus.FOUND, (CulpritFunction("mod:f", "mod.py", 3),), polluters=polluter)
+    searched: list[str] = []
+    reused: list[tuple[str, str]] = []
+
+    def fake_blame(target, budget, announce):
+        searched.append(target.test)
+        return found
+
+    def fake_reuse(target, known, source, budget, announce):
+        reused.append((target.test, source))
+        if target.test == "test_a::test_unexplained":
+            return None
+        return Culprit(CulpritStatus.FOUND, known.functions, polluters=target.polluters, reused_from=source,
+                       note=f"reused: the culprit found for {source}")
+
+    monkeypatch.setattr(blame, "blame", fake_blame)
+    monkeypatch.setattr(blame, "reuse", fake_reuse)
+
+    def target(name: str, polluters: tuple[str, ...] = polluter) -> Target:
+        return Target(f"test_a::{name}", f"test_a.py::{name}", "python -m pytest", "failed", "", tmp_path, polluters)
+
+    names = ["test_one", "test_two", "test_unexplained", "test_three"]
+    lines = command.search([*map(target, names), target("test_alone", ())], Budget(), lambda line: None)
+    assert searched == ["test_a::test_one", "test_a::test_unexplained", "test_a::test_alone"]
+    assert reused == [(f"test_a::{name}", "test_a::test_one") for name in ("test_two", "test_unexplained", "test_three")]
+    recorded = read_culprits(tmp_path)
+    assert recorded["test_a::test_three"].reused_from == "test_a::test_one"
+    assert recorded["test_a::test_one"].reused_from == ""
+    assert "reused: the culprit found for test_a::test_one" in lines[3]

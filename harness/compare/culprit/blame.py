@@ -52,6 +52,35 @@ def blame(target: Target, budget: Budget, announce: Announce) -> Culprit:
         return replace(culprit, probes=prober.probes, reruns=prober.reruns, seconds=seconds, polluters=target.polluters)
 
 
+def reuse(target: Target, known: Culprit, source: str, budget: Budget, announce: Announce) -> Culprit | None:
+    """The culprit found for `source`, a regression after the same polluters in the same run, checked
+    for `target` instead of a search of its own: with only its functions on the JIT list the test
+    fails K of K reruns, and its reproducer fails K of K with that list and passes K of K with an
+    empty one, in fresh processes. None when it does not explain `target` (then: a search)."""
+    began = time.monotonic()
+    found = tuple(function.name for function in known.functions)
+    with Prober(target, budget) as prober:
+        try:
+            probe = prober.probe(found)
+            command, path, problem = _reproducer(target, found, prober) if probe.verdict is Verdict.FAILS else \
+                ("", Path(), f"with only it on the JIT list the test {probe.seen}")
+        except ProbeError as error:
+            command, path, problem = "", Path(), str(error)
+        seconds = round(time.monotonic() - began, 1)
+        if problem:
+            announce(f"  the culprit of {source} does not explain it ({problem}): searching")
+            return None
+        announce(f"  the culprit of {source} (same polluters) explains it: {prober.probes} probes, {prober.reruns} "
+                 f"reruns, {seconds} s")
+        functions = _functions(target, found, probe.reruns, budget.timeout)
+        return Culprit(CulpritStatus.FOUND, functions, (), command, str(path), candidates=known.candidates,
+                       probes=prober.probes, reruns=prober.reruns, seconds=seconds, polluters=target.polluters,
+                       reused_from=source, note=(
+                           f"reused: the culprit found for {source}, which fails after the same tests; checked for "
+                           f"this test (with only it on the JIT list it {probe.seen}; the reproducer fails with it and "
+                           "passes without it), not searched again, and its HIR passes not told apart"))
+
+
 def _blame(target: Target, prober: Prober, announce: Announce) -> Culprit:
     full = prober.probe(None)
     candidates = tuple(sorted({name for rerun in full.reruns for name in rerun.log.names}))
