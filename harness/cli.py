@@ -14,9 +14,13 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 import tempfile
+import threading
 import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 
@@ -44,7 +48,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return args.handler(args)
+        with _sigterm_as_interrupt():
+            return args.handler(args)
     except HarnessError as error:
         return _fail(str(error))
     except KeyboardInterrupt:
@@ -58,6 +63,24 @@ def main(argv: list[str] | None = None) -> int:
         return _internal_error(error)
     except Exception as error:  # noqa: BLE001 - the last resort: exit 4 with the traceback in a log
         return _internal_error(error)
+
+
+@contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM (a CI cancel, `kill`) takes Ctrl-C's path in every command: a run records what finished,
+    and the processes a command started (test files, rerun hosts) are stopped, not left behind."""
+    if threading.current_thread() is not threading.main_thread():  # only the main thread may set handlers
+        yield
+        return
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _fail(message: str) -> int:

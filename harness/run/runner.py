@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from contextlib import contextmanager, suppress
+from contextlib import suppress
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -276,7 +275,7 @@ def _run_files(context: FileContext, record: Future[RunRecord], pending: dict[st
         context.run.reserve.release()
 
     try:
-        with progress, _sigterm_as_interrupt():
+        with progress:
             submit_ready()
             progress.announce(sources_line(record.result()))  # raises if the record cannot be made:
             # the test processes are stopped below
@@ -379,18 +378,6 @@ def _unmet_requirement(tier: Tier, python: str, env: dict[str, str]) -> str | No
 
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat()
-
-
-@contextmanager
-def _sigterm_as_interrupt() -> Iterator[None]:
-    """SIGTERM (a CI cancel, `kill`) takes the same path as Ctrl-C: record, then stop."""
-    def interrupt(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt
-    previous = signal.signal(signal.SIGTERM, interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def default_python() -> str:

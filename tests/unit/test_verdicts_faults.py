@@ -2,9 +2,12 @@
 labelled flaky, and an order-dependent failure is bisected to the test that pollutes it."""
 
 import json
+import os
 import re
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -160,3 +163,42 @@ def test_confirmation_learns_a_polluter_and_the_report_says_it_once(tmp_path, jo
         f"test_polluted::test_victim_{n}" for n in ("one", "three", "two")]}]
     assert f"- {line}" in (tmp_path / "out" / "report.md").read_text()
     assert line in (tmp_path / "out" / "report.html").read_text()
+
+
+def _processes_with(marker: str) -> list[int]:
+    """Processes whose environment holds `marker` (a variable=value pair unique to one test)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if marker.encode() in (entry / "environ").read_bytes().split(b"\0"):
+                    found.append(int(entry.name))
+            except OSError:  # gone meanwhile, or not ours to read
+                continue
+    return found
+
+
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM])
+def test_confirmation_stopped_midway_leaves_no_rerun_host_behind(tmp_path, stop):
+    """Ctrl-C or a CI cancel (SIGTERM) while reruns are under way: `diff --confirm` exits 130 and
+    every rerun host it started (each in a session of its own) is gone with it."""
+    files = ("test_polluted.py",)
+    baseline = run_fixtures(tmp_path / "baseline", files, env=QUIET, tests_dir=FIXTURES / "verdicts").root
+    faulty = run_fixtures(tmp_path / "faulty", files, env={**QUIET, "HARNESS_FAULT": "pollute"},
+                          tests_dir=FIXTURES / "verdicts").root
+    marker = f"LINGERING_IN={tmp_path}"
+    command = [sys.executable, "-m", "harness", "diff", str(baseline), str(faulty), "--confirm", "2", "--jobs", "2"]
+    linger = dict(os.environ, HARNESS_LINGER="300", LINGERING_IN=str(tmp_path))
+    stopped = subprocess.Popen(command, env=linger, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and len(_processes_with(marker)) < 3:  # the diff and its rerun hosts
+        time.sleep(0.2)
+    assert len(_processes_with(marker)) >= 3, "no rerun host started"
+    stopped.send_signal(stop)
+    _, stderr = stopped.communicate(timeout=60)
+    assert stopped.returncode == 130, stderr
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and _processes_with(marker):
+        time.sleep(0.2)
+    assert not _processes_with(marker), f"left behind: {_processes_with(marker)}"
