@@ -27,6 +27,14 @@ def path_argument(text: str) -> Path:
     return Path(text)
 
 
+def interpreter_argument(text: str) -> str:
+    """`--python`: a path with a folder in it made absolute, since the test processes start in other
+    folders (a relative one was not found there); a bare name is looked up on PATH, as a shell would."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("an empty interpreter path")
+    return str(Path(text).absolute()) if "/" in text else text
+
+
 @dataclass(frozen=True)
 class Comparison:
     """What differs between the test pipeline's comparison commands and perf's: the words."""

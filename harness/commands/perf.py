@@ -13,8 +13,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from harness.commands.arguments import (RESULTS_HELP, Comparison, add_comparison_commands, at_least, path_argument,
-                                        positive, threshold_argument)
+from harness.commands.arguments import (RESULTS_HELP, Comparison, add_comparison_commands, at_least,
+                                        interpreter_argument, path_argument, positive, threshold_argument)
 from harness.errors import HarnessError
 from harness.perf import benchmarks
 from harness.perf.effort import EFFORTS, Effort
@@ -43,7 +43,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     run.add_argument("--threshold", type=threshold_argument,
                      help="JIT compile threshold for this run (JIT configurations)")
     run.add_argument("--results", type=path_argument, help=RESULTS_HELP)
-    run.add_argument("--python", help="interpreter to benchmark (default: the one running this)")
+    run.add_argument("--python", type=interpreter_argument, help="interpreter to benchmark (default: the one running this)")
     run.add_argument("--bench", nargs="+", action="extend", metavar="NAME",
                      help=f"only these benchmarks ({', '.join(b.name for b in benchmarks.BENCHMARKS)})")
     effort = run.add_mutually_exclusive_group()

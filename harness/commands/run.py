@@ -11,7 +11,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harness.commands.arguments import RESULTS_HELP, jobs_argument, path_argument, shard_argument, threshold_argument
+from harness.commands.arguments import (RESULTS_HELP, interpreter_argument, jobs_argument, path_argument, shard_argument,
+                                        threshold_argument)
 from harness.errors import HarnessError
 from harness.exits import ExitStatus
 from harness.protocol import Setting
@@ -36,7 +37,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     run.add_argument("--stage", nargs="+", action="extend", metavar="STAGE",
                      help="only these stages of the tier (p3: capture, normalize, post-grad, ir, codegen, ...)")
     run.add_argument("--results", type=path_argument, help=RESULTS_HELP)
-    run.add_argument("--python", help="interpreter for the test processes (default: the one running this)")
+    run.add_argument("--python", type=interpreter_argument, help="interpreter for the test processes (default: the one running this)")
     run.add_argument("--jobs", type=jobs_argument, default=1, metavar="N|auto",
                      help="test files run in parallel (default 1); auto: as many as the cores and memory this run "
                           "may use hold (cgroup limits included; docs/scaling.md)")

@@ -85,83 +85,68 @@ def ensure_layer(python: Path, requirements: tuple[str, ...]) -> Layer:
         began = time.monotonic()
         shutil.rmtree(root, ignore_errors=True)
         if is_emulated(machine):
-            install = _install_emulated_layer(python, machine, root, requirements)
+            subprocess.run([str(python), "-m", "venv", "--without-pip", str(root)], check=True)
+            _install_from_wheelhouse(python, _site_packages(root), requirements)
         else:
             subprocess.run([str(python), "-m", "venv", str(root)], check=True)
             install = subprocess.run([str(root / "bin" / "python"), "-m", "pip", "install", "--quiet",
                                       "--disable-pip-version-check", *requirements])
-        if install.returncode != 0:
-            raise HarnessError(f"pip could not install the shared layer ({' '.join(requirements)}) into {root}")
+            if install.returncode != 0:
+                raise HarnessError(f"pip could not install the shared layer ({' '.join(requirements)}) into {root}")
         seconds = round(time.monotonic() - began, 1)
         complete.write_text(json.dumps({"requirements": list(requirements), "python": str(python),
                                         "version": version, "built_seconds": seconds}, indent=2) + "\n")
         return Layer(root, _site_packages(root), requirements, seconds)
 
 
-def _install_emulated_layer(python: Path, machine: str, root: Path,
-                            requirements: tuple[str, ...]) -> subprocess.CompletedProcess[bytes]:
-    """An emulated interpreter's layer, installed by this host's pip and compiled by the native
-    interpreter of the same version: wheels only, so nothing of it needs to run emulated. Emulated,
-    ensurepip alone took 6 minutes and pip 216 s for torch on a quiet machine (docs/aarch64.md)."""
-    subprocess.run([str(python), "-m", "venv", "--without-pip", str(root)], check=True)
-    site_packages = _site_packages(root)
-    version = _run_text([str(python), "-c", "import sys; print(f'{sys.version_info[0]}.{sys.version_info[1]}')"])
-    install = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-                              "--no-compile", "--no-index", "--ignore-requires-python",  # checked by the download
-                              *_platform_options(machine, version.replace(".", "")),
-                              "--find-links", str(ensure_wheelhouse(machine, python, requirements)),
-                              "--target", str(site_packages), *requirements])
-    if install.returncode == 0:  # the same bytecode as the emulated interpreter would write, at native speed
-        subprocess.run([str(ensure_python(version)), "-m", "compileall", "-q", "-j", "0", str(site_packages)],
-                       capture_output=True)
-    return install
-
-
 def install_emulated(python: Path, venv: Path, checkout: Path, packages: tuple[str, ...]) -> None:
-    """A configuration's own packages and the harness's dependencies in its emulated environment,
-    installed by this host's pip from the wheelhouse and compiled natively, and the checkout on its
-    path (what `pip install -e` gives): the emulated pip took minutes per session run for the editable
-    install alone, mostly compiling its build environment."""
-    machine = interpreter_machine(python)
+    """A configuration's own packages and the harness's dependencies in its emulated environment, and
+    the checkout on its path (what `pip install -e` gives): the emulated pip took minutes per session
+    run for the editable install alone, mostly compiling its build environment."""
     project = tomllib.loads((checkout / "pyproject.toml").read_text())["project"]
-    requirements = (*project["dependencies"], *packages)
     site_packages = _site_packages(venv)
-    version = _run_text([str(python), "-c", "import sys; print(f'{sys.version_info[0]}.{sys.version_info[1]}')"])
+    _install_from_wheelhouse(python, site_packages, (*project["dependencies"], *packages))
+    (site_packages / CHECKOUT_PTH).write_text(f"{checkout}\n")
+
+
+def _install_from_wheelhouse(python: Path, site_packages: Path, requirements: tuple[str, ...]) -> None:
+    """Install into an emulated interpreter's site-packages with this host's pip, from the wheelhouse,
+    then compile by the native interpreter of the same version (the same bytecode the emulated one
+    would write): wheels only, so nothing of it runs emulated. Emulated, ensurepip alone took 6 minutes
+    and pip 216 s for torch on a quiet machine (docs/aarch64.md)."""
+    machine = interpreter_machine(python)
+    version = _minor_version(python)
     install = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
                               "--no-compile", "--no-index", "--upgrade", "--ignore-requires-python",  # checked by the download
-                              *_platform_options(machine, version.replace(".", "")),
-                              "--find-links", str(ensure_wheelhouse(machine, python, requirements)),
+                              *_platform_options(machine, version),
+                              "--find-links", str(ensure_wheelhouse(machine, version, requirements)),
                               "--target", str(site_packages), *requirements], capture_output=True, text=True)
     if install.returncode != 0:
-        raise HarnessError(f"pip could not install {' '.join(requirements)} into {venv}: {_pip_complaint(install.stderr)}")
-    (site_packages / CHECKOUT_PTH).write_text(f"{checkout}\n")
+        raise HarnessError(f"pip could not install {' '.join(requirements)} into {site_packages}: "
+                           f"{_pip_complaint(install.stderr)}")
     subprocess.run([str(ensure_python(version)), "-m", "compileall", "-q", "-j", "0", str(site_packages)],
                    capture_output=True)
 
 
+def _minor_version(python: Path) -> str:
+    """An interpreter's `major.minor` (3.14): what provisioning and pip's `--python-version` take."""
+    return _run_text([str(python), "-c", "import sys; print(f'{sys.version_info[0]}.{sys.version_info[1]}')"])
+
+
 def _platform_options(machine: str, version: str) -> list[str]:
-    """pip's options that choose wheels for another interpreter: its version, ABI and platforms."""
+    """pip's options that choose wheels for another interpreter (`version` is `major.minor`): its
+    version, ABI and platforms."""
     platforms = [option for tag in architecture(machine).wheel_platforms for option in ("--platform", tag)]
-    return ["--only-binary=:all:", "--python-version", version, "--implementation", "cp", "--abi", f"cp{version}",
-            *platforms]
+    abi = f"cp{version.replace('.', '')}"
+    return ["--only-binary=:all:", "--python-version", version, "--implementation", "cp", "--abi", abi, *platforms]
 
 
-def wheel_sources(python: Path, requirements: tuple[str, ...]) -> list[str]:
-    """pip options that install `requirements` into an emulated interpreter from wheels downloaded
-    natively (an emulated pip resolves torch and its 2.5 GB of nvidia-* wheels 30 to 75 times slower);
-    none for a native interpreter."""
-    machine = interpreter_machine(python)
-    if not requirements or not is_emulated(machine):
-        return []
-    return ["--find-links", str(ensure_wheelhouse(machine, python, requirements))]
-
-
-def ensure_wheelhouse(machine: str, python: Path, requirements: tuple[str, ...]) -> Path:
+def ensure_wheelhouse(machine: str, version: str, requirements: tuple[str, ...]) -> Path:
     """The wheels of `requirements` for `machine` and this interpreter's version, downloaded once by this
     host's pip into the cache (a lock and a completion marker, as for the layer)."""
-    version = _run_text([str(python), "-c", "import sys; print(f'{sys.version_info[0]}{sys.version_info[1]}')"])
-    key = hashlib.sha256(json.dumps([machine, version, sorted(requirements)]).encode()).hexdigest()[:12]
-    folder = cache_root() / "wheelhouses" / f"{machine}-cp{version}-{key}"
+    cp = version.replace(".", "")
+    key = hashlib.sha256(json.dumps([machine, cp, sorted(requirements)]).encode()).hexdigest()[:12]
+    folder = cache_root() / "wheelhouses" / f"{machine}-cp{cp}-{key}"
     complete = folder / "wheelhouse.json"
     with cache_lock(folder.with_suffix(".lock")):
         if complete.is_file():
@@ -170,7 +155,7 @@ def ensure_wheelhouse(machine: str, python: Path, requirements: tuple[str, ...])
                                    *_platform_options(machine, version), "-d", str(folder), *requirements],
                                   capture_output=True, text=True)
         if download.returncode != 0:
-            raise ProvisionError(f"no {machine} wheel for cp{version}: {_pip_complaint(download.stderr)}")
+            raise ProvisionError(f"no {machine} wheel for cp{cp}: {_pip_complaint(download.stderr)}")
         complete.write_text(json.dumps({"machine": machine, "python": version, "requirements": list(requirements)},
                                        indent=2) + "\n")
     return folder

@@ -93,7 +93,8 @@ def ensure_python(version: str, machine: str | None = None) -> Path:
         ensure_emulator(arch)
         ensure_python(version)  # the native one compiles its standard library; provisioned first, outside the lock
     target = provisioned_root(version, machine).parent
-    with cache_lock(target.with_suffix(".lock")):  # another process may have won
+    # another process may have won; the lock is the target's own (with_suffix made "cpython-3.lock" of every one)
+    with cache_lock(target.with_name(f"{target.name}.lock")):
         return find_python(version, machine) or _provision_from_debian_sid(version, arch)
 
 
@@ -123,8 +124,11 @@ def _runs(python: Path) -> bool:
 def _provision_from_debian_sid(version: str, arch: Architecture) -> Path:
     target = provisioned_root(version, arch.machine).parent
     target.parent.mkdir(parents=True, exist_ok=True)
+    scratch_prefix = f".{target.name}.partial-"
+    for interrupted in target.parent.glob(f"{scratch_prefix}*"):  # a killed build's: we hold its lock, it is dead
+        shutil.rmtree(interrupted, ignore_errors=True)
     print(f"harness: provisioning python{version} ({arch.debian}) from Debian sid into {target}", file=sys.stderr)
-    with tempfile.TemporaryDirectory(dir=target.parent, prefix=f".{target.name}-") as scratch:
+    with tempfile.TemporaryDirectory(dir=target.parent, prefix=scratch_prefix) as scratch:
         work = Path(scratch)
         debs = _download_debs(work, _system_mirror(), arch)
         root = work / "root"

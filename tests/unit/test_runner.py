@@ -259,3 +259,20 @@ def test_failure_text_with_characters_xml_cannot_hold_is_kept_escaped(tmp_path):
     messages = {r.name: r.message for r in read_results(run.junit("test_control_characters"))}
     assert "two options, \\x1b[1mdo those steps" in messages["test_message_with_ansi_codes"]
     assert "b'\\x00\\x01' then \\ud800" in messages["test_message_with_nul_and_a_lone_surrogate"]
+
+
+@pytest.mark.parametrize("shard", [(), ("--shard", "1/2")])
+def test_a_relative_interpreter_path_runs_from_any_folder(tmp_path, shard):
+    """`--python ./venv/bin/python` as a user types it: the test processes start in other folders,
+    where the relative path named nothing (a traceback when sharding collected, a wrong 'folder no
+    longer exists' otherwise)."""
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_a.py").write_text("def test_one():\n    pass\n")
+    (tmp_path / "py").symlink_to(sys.executable)
+    done = subprocess.run([sys.executable, "-m", "harness", "run", "--config", "stock", "--tier", "p0",
+                           "--python", "./py", "--tests-dir", "tests", "--select", "test_a.py", *shard,
+                           "--results", "results"], capture_output=True, text=True, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    [(_, record)] = find_runs(tmp_path / "results")
+    assert [(f.file, f.counts) for f in record.files] == [("test_a.py", {"passed": 1})]
+    assert record.python == str(tmp_path / "py")
