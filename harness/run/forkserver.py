@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import faulthandler
 import os
+import platform
 import signal
 import sys
 import threading
@@ -31,6 +32,7 @@ import warnings
 from collections.abc import Callable
 from typing import IO, NoReturn
 
+from harness.configure.architectures import is_emulated
 from harness.protocol import PIECE, Event
 from harness.run import processes
 
@@ -52,11 +54,17 @@ def unsafe_to_fork(control: str | None) -> str | None:
         threads = len(os.listdir("/proc/self/task"))
     except OSError:
         return "cannot count this process's threads on this platform"
-    others = threads - 1 - sum(1 for thread in threading.enumerate() if _fork_safe(thread))
+    others = threads - 1 - sum(1 for thread in threading.enumerate() if _fork_safe(thread)) - _emulator_threads()
     if others > 0:
         return (f"{others} other thread(s) alive after collection (OpenMP or BLAS pools: "
                 f"OMP_NUM_THREADS=1 avoids them)")
     return None
+
+
+def _emulator_threads() -> int:
+    """Threads of the emulator, not of this process: qemu-user runs one of its own (RCU) beside an
+    emulated interpreter's and carries it across the guest's forks itself."""
+    return 1 if is_emulated(platform.machine()) else 0
 
 
 def _fork_safe(thread: threading.Thread) -> bool:

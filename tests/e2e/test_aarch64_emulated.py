@@ -67,3 +67,10 @@ def test_aarch64_runs_record_architecture_emulation_and_scaled_limits(aarch64_jo
     jit = records["cinderx-jit-aarch64"]
     assert jit.versions["cinderx"] and records["stock-aarch64"].versions["cinderx"] is None
     assert all(f.jit["enabled"] and f.jit["threshold"] == 1000 for f in jit.files)  # read back from the aarch64 JIT
+
+
+def test_emulated_test_processes_fork_their_workers(aarch64_job: Path):
+    """qemu-user runs a thread of its own beside the emulated interpreter: it is not a pool a fork
+    would break, so emulated files get warm restarts (a crash costs a fork, not a 44 s `import torch`)."""
+    for _, record in find_runs(aarch64_job):
+        assert {f.file: f.restart for f in record.files} == {SMOKE: "warm", PATTERNS: "warm"}, record.configuration
