@@ -11,7 +11,7 @@ Standard library only: the plugin imports this inside every configuration's inte
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -134,6 +134,15 @@ class Outcome(StrEnum):
 _RANK = {outcome: rank for rank, outcome in enumerate(Outcome)}
 OUTCOMES = tuple(Outcome)
 BAD_OUTCOMES = frozenset({Outcome.FAILED, Outcome.ERROR, Outcome.CRASHED, Outcome.TIMEOUT})
+
+
+def tallied(outcomes: Iterable[str]) -> list[tuple[str, int]]:
+    """Each outcome with how many times it came: the most frequent first, ties the worst first, so
+    reruns that ran side by side and ended in any order are told the same way."""
+    counts: dict[str, int] = {}
+    for outcome in outcomes:
+        counts[outcome] = counts.get(outcome, 0) + 1
+    return sorted(counts.items(), key=lambda item: (-item[1], -_RANK.get(item[0], -1), item[0]))
 
 
 @dataclass(frozen=True)

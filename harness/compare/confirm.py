@@ -44,7 +44,7 @@ from harness.compare.bisect import smallest_polluting_set
 from harness.compare.diff import Comparison, Flaky, Regression
 from harness.compare.replay import Request, Rerunner
 from harness.compare.sides import Side
-from harness.protocol import BAD_OUTCOMES, Outcome
+from harness.protocol import BAD_OUTCOMES, Outcome, tallied
 from harness.record.junit import replay_prefix
 
 Announce = Callable[[str], None]
@@ -350,5 +350,4 @@ def _all_passed(outcomes: Sequence[str]) -> bool:
 
 def _tally(outcomes: Sequence[str]) -> str:
     """`failed 3/3` or `passed 2/3, failed 1/3`."""
-    counts = Counter(outcomes)
-    return ", ".join(f"{outcome} {n}/{len(outcomes)}" for outcome, n in counts.most_common())
+    return ", ".join(f"{outcome} {n}/{len(outcomes)}" for outcome, n in tallied(outcomes))

@@ -64,3 +64,11 @@ def test_event_and_outcome_names_are_spelled_only_in_the_protocol():
     spelled = [f"{file}:{line}: {NAMES[text]} {text!r}" for file, line, text in literals()
                if text in NAMES and text not in OTHER_VOCABULARIES.get(file.removeprefix("harness/"), ())]
     assert not spelled, "use harness.protocol.Event or Outcome:\n" + "\n".join(spelled)
+
+
+def test_reruns_that_ended_in_any_order_are_tallied_the_same_way():
+    """Reruns run side by side end in any order; the words for what they did must not follow it."""
+    from harness.protocol import tallied
+    assert tallied(["passed", "failed"]) == tallied(["failed", "passed"]) == [("failed", 1), ("passed", 1)]
+    assert tallied(["passed", "crashed", "passed"]) == [("passed", 2), ("crashed", 1)]
+    assert tallied(["not run", "passed"]) == [("passed", 1), ("not run", 1)]  # outside the vocabulary: last

@@ -27,7 +27,7 @@ from harness.compare import replay
 from harness.compare.culprit import cinderx
 from harness.compare.culprit.search import FlakyProbe, JitList, Verdict
 from harness.compare.replay import Rerunner, where_reruns_ran
-from harness.protocol import BAD_OUTCOMES, Outcome
+from harness.protocol import BAD_OUTCOMES, Outcome, tallied
 
 
 class ProbeError(Exception):
@@ -77,10 +77,8 @@ class Probe:
     @property
     def seen(self) -> str:
         """`failed 1 of 2 reruns, passed 1`: what the reruns did, in words."""
-        counts: dict[str, int] = {}
-        for rerun in self.reruns:
-            counts[rerun.outcome] = counts.get(rerun.outcome, 0) + 1
-        return ", ".join(f"{outcome} {n} of {len(self.reruns)} reruns" for outcome, n in counts.items())
+        return ", ".join(f"{outcome} {n} of {len(self.reruns)} reruns"
+                         for outcome, n in tallied(rerun.outcome for rerun in self.reruns))
 
 
 @dataclass(frozen=True)
