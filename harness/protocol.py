@@ -145,6 +145,20 @@ def tallied(outcomes: Iterable[str]) -> list[tuple[str, int]]:
     return sorted(counts.items(), key=lambda item: (-item[1], -_RANK.get(item[0], -1), item[0]))
 
 
+WARM = "warm"  # a RESTART event's mode: the process forks its tests' workers after collection
+_FRESH = "fresh: "  # ... else this, then why not
+
+
+def restart_mode(why_not_warm: str | None) -> str:
+    """A RESTART event's mode: warm, or fresh and why (shown as it is in run.json and reports)."""
+    return f"{_FRESH}{why_not_warm}" if why_not_warm else WARM
+
+
+def why_not_warm(mode: str | None) -> str | None:
+    """Why a process with this RESTART mode could not fork (None: it could, or said nothing)."""
+    return mode.removeprefix(_FRESH) if mode and mode != WARM else None
+
+
 @dataclass(frozen=True)
 class Request:
     """What the runner asks of a test process: how to set the JIT, and where to write events."""

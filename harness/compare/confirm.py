@@ -71,7 +71,7 @@ class Verdict:
 class Runs(Protocol):
     """What confirmation needs of a Rerunner: the outcomes of independent reruns, in order."""
 
-    def outcomes(self, requests: Sequence[Request]) -> list[str]: ...
+    def outcomes(self, requests: Sequence[Request]) -> list[dict[str, str]]: ...
 
 
 def confirm(comparison: Comparison, candidate: Side, reruns: Reruns, announce: Announce,

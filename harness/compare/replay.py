@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.protocol import Env, Event, Outcome
+from harness.protocol import Env, Event, Outcome, why_not_warm
 from harness.run.events import EventStream
 
 NOT_RUN = "not run"  # the process never started the test: a wrong node id, a collection error, an earlier crash
@@ -103,6 +103,7 @@ class _Host:
     select: Path  # the node ids the next worker runs
     events: EventStream
     settings: Path  # the CinderX settings of the next worker (JSON), for a settable Rerunner
+    busy: bool = True  # claimed by a rerun (a host is claimed while it starts)
 
     def stop(self) -> None:
         try:
@@ -114,10 +115,12 @@ class _Host:
 
 @dataclass(frozen=True)
 class Request:
-    """One rerun: `nodeids` (tests of one file) in order in one process."""
+    """One rerun: `nodeids` (tests of one file) in order in one process, with CinderX `settings`
+    (environment variables CinderX reads at import; a settable Rerunner only)."""
 
     prefix: str
     nodeids: tuple[str, ...]
+    settings: Mapping[str, str] = field(default_factory=dict, compare=False)
 
     @property
     def key(self) -> tuple[str, str]:
@@ -127,40 +130,37 @@ class Request:
 
 @dataclass
 class Rerunner:
-    """Reruns of recorded tests: warm forks of collected hosts per (prefix, file), `jobs` at a time."""
+    """Reruns of recorded tests: warm forks of collected hosts per (prefix, file), `jobs` at a time
+    over every caller's threads, so at most `jobs` hosts per (prefix, file)."""
 
     timeout: float
     restart: str = "warm"  # warm: forks of a collected host where it is safe; fresh: a new process each time
     settable: bool = False  # each rerun may carry CinderX settings (its hosts keep CinderX unimported)
-    jobs: int = 1  # reruns at the same time (`outcomes`), so at most this many hosts per (prefix, file)
+    jobs: int = 1
     folder: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="harness-reruns-")))
     warm_reruns: int = 0
     fresh_reruns: int = 0
     hosts_started: int = 0
     cold: dict[str, str] = field(default_factory=dict)  # file -> why its reruns could not be forks
     _hosts: dict[tuple[str, str], list[_Host]] = field(default_factory=dict)  # every live host of a key
-    _idle: dict[tuple[str, str], list[_Host]] = field(default_factory=dict)
     _starting: Counter[tuple[str, str]] = field(default_factory=Counter)  # hosts of a key still collecting
-    _fresh: set[tuple[str, str]] = field(default_factory=set)  # keys whose reruns are fresh processes
+    _fresh: set[tuple[str, str]] = field(default_factory=set)  # keys whose reruns are fresh processes (`cold` says why)
+    _waiting: Counter[tuple[str, str]] = field(default_factory=Counter)  # reruns of a key not yet picked, every caller's
+    _rerun_seconds: dict[tuple[str, str], list[float]] = field(default_factory=dict)  # warm reruns, per key
+    _start_seconds: list[float] = field(default_factory=list)  # hosts' imports and collections
     _numbers: Iterator[int] = field(default_factory=itertools.count)
     _lock: threading.Condition = field(default_factory=threading.Condition)
     _closed: bool = False
-    _rerun_seconds: dict[tuple[str, str], list[float]] = field(default_factory=dict)  # warm reruns, per key
-    _start_seconds: list[float] = field(default_factory=list)  # hosts' imports and collections
-    _slots: threading.Semaphore = field(init=False)  # `jobs` reruns at once, over every caller's threads
+    _slots: threading.Semaphore = field(init=False)
 
     def __post_init__(self) -> None:
         self._slots = threading.Semaphore(self.jobs)
 
     def outcome(self, prefix: str, nodeids: Sequence[str], target: str,
                 settings: Mapping[str, str] | None = None) -> str:
-        """Run `nodeids` in order, alone, with CinderX `settings` (a settable Rerunner only); the
-        outcome of `target` among them."""
-        if settings and not self.settable:
-            raise ValueError("CinderX settings need a settable Rerunner")
-        request = Request(prefix, tuple(nodeids))
-        with self._slots:
-            return self._run(request, self._take(request.key), settings).get(target, NOT_RUN)
+        """Run `nodeids` in order, alone, with CinderX `settings`; the outcome of `target` among them."""
+        [found] = self.outcomes([Request(prefix, tuple(nodeids), dict(settings or {}))])
+        return found.get(target, NOT_RUN)
 
     def outcomes(self, requests: Sequence[Request]) -> list[dict[str, str]]:
         """Each request's outcome of each of its node ids (requests in order), `jobs` at a time. A free
@@ -168,9 +168,13 @@ class Rerunner:
         configuration that has no host yet (started now, so that it collects while the other lanes
         work), one whose host is idle, one whose key a further host pays for (`_worth_another`);
         else it waits for a host."""
+        if any(request.settings for request in requests) and not self.settable:
+            raise ValueError("CinderX settings need a settable Rerunner")
         found: list[dict[str, str]] = [{} for _ in requests]
         waiting = list(range(len(requests)))
         failures: list[BaseException] = []
+        with self._lock:
+            self._waiting.update(request.key for request in requests)
 
         def lane() -> None:
             try:
@@ -186,10 +190,11 @@ class Rerunner:
                                     self._lock.wait()
                             index, host, launch = picked
                             waiting.remove(index)
+                            self._waiting[requests[index].key] -= 1
                         request = requests[index]
                         if launch:
                             host = self._start_host(request.key)
-                        found[index] = self._run(request, host, None)
+                        found[index] = self._run(request, host)
             except BaseException as error:  # noqa: BLE001 - raised again by the caller's thread
                 failures.append(error)
 
@@ -200,6 +205,8 @@ class Rerunner:
             thread.start()
         for thread in lanes:
             thread.join()
+        with self._lock:  # reruns left unpicked (a failure, an interruption) wait no more
+            self._waiting.subtract(requests[index].key for index in waiting)
         if failures:
             raise failures[0]
         return found
@@ -207,7 +214,7 @@ class Rerunner:
     def _pick(self, requests: Sequence[Request], waiting: list[int]) -> tuple[int, _Host | None, bool] | None:
         """(Under the lock.) The next rerun for a free lane: its index, the idle host it takes (claimed
         now), and whether a host must be started for it (reserved now); None: wait for a host."""
-        def hosts(key: tuple[str, str]) -> int:
+        def count(key: tuple[str, str]) -> int:
             return len(self._hosts.get(key, [])) + self._starting[key]
 
         keys = [(index, requests[index].key) for index in waiting]
@@ -215,41 +222,52 @@ class Rerunner:
             if self.restart != "warm" or key in self._fresh:
                 return index, None, False
         for index, key in keys:
-            if not hosts(key):
+            if not count(key):
                 self._starting[key] += 1
                 return index, None, True
         for index, key in keys:
-            if self._idle.get(key):
-                return index, self._idle[key].pop(), False
+            idle = next((host for host in self._hosts.get(key, []) if not host.busy), None)
+            if idle is not None:
+                idle.busy = True
+                return index, idle, False
         for index, key in keys:
-            if hosts(key) < self.jobs and self._worth_another(key, sum(k == key for _, k in keys)):
+            if count(key) < self.jobs and self._worth_another(key):
                 self._starting[key] += 1
                 return index, None, True
         return None
 
-    def _worth_another(self, key: tuple[str, str], waiting: int) -> bool:
-        """Whether the reruns waiting for `key` would take longer, one after another, than starting
-        one more host for them (both as measured so far; unmeasured: yes)."""
+    def _worth_another(self, key: tuple[str, str]) -> bool:
+        """Whether the reruns waiting for `key` (every caller's) would take longer, one after another,
+        than starting one more host for them (both as measured so far; unmeasured: yes)."""
         reruns, starts = self._rerun_seconds.get(key), self._start_seconds
         if not reruns or not starts:
             return True
-        return waiting * statistics.mean(reruns) > statistics.mean(starts)
+        return self._waiting[key] * statistics.mean(reruns) > statistics.mean(starts)
 
     def _start_host(self, key: tuple[str, str]) -> _Host | None:
-        """Start a host reserved for `key` (in `_starting`) and claim it; None: the key's reruns are fresh."""
+        """Start a host reserved for `key` (in `_starting`), claimed by the caller; None: the key's
+        reruns are fresh."""
         began = time.monotonic()
         host = self._ready(self._launch(*key, next(self._numbers)), key[1])
-        self._admit(key, host)
-        if host is None:
-            return None
         with self._lock:
-            self._start_seconds.append(time.monotonic() - began)
-            self._idle[key].remove(host)
+            self._starting[key] -= 1
+            if host is not None and self._closed:  # closed (interrupted) while it collected
+                host.stop()
+                host = None
+            if host is None:
+                self._fresh.add(key)
+            else:
+                self._hosts.setdefault(key, []).append(host)
+                self.hosts_started += 1
+                self._start_seconds.append(time.monotonic() - began)
+            self._lock.notify_all()
         return host
 
     def summary(self) -> str:
-        """Where the reruns ran, and for each file whose reruns were fresh processes, why."""
-        return where_reruns_ran([self])
+        """'N reruns in forks of collected processes, M in fresh processes', and why for each cold file."""
+        reasons = "; ".join(f"{file}: {why}" for file, why in sorted(self.cold.items()))
+        return f"{self.warm_reruns} reruns in forks of collected processes, {self.fresh_reruns} in fresh processes" + \
+            (f" ({reasons})" if self.fresh_reruns and reasons else "")
 
     def close(self) -> None:
         with self._lock:
@@ -258,7 +276,6 @@ class Rerunner:
                 for host in hosts:
                     host.stop()
             self._hosts.clear()
-            self._idle.clear()
         for path in self.folder.glob("*"):
             path.unlink()
         self.folder.rmdir()
@@ -269,37 +286,7 @@ class Rerunner:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _take(self, key: tuple[str, str]) -> _Host | None:
-        """An idle host of `key` (started if it has fewer than `jobs` and all are busy, else waited
-        for), or None: this key's reruns are fresh processes."""
-        with self._lock:
-            while True:
-                if self.restart != "warm" or key in self._fresh or self._closed:
-                    return None
-                if self._idle.get(key):
-                    return self._idle[key].pop()
-                if len(self._hosts.get(key, [])) + self._starting[key] < self.jobs:
-                    self._starting[key] += 1
-                    break
-                self._lock.wait()
-        return self._start_host(key)
-
-    def _admit(self, key: tuple[str, str], host: _Host | None) -> None:
-        """A host that finished starting is idle; one that could not start makes the key's reruns fresh."""
-        with self._lock:
-            self._starting[key] -= 1
-            if host is not None and self._closed:  # closed (interrupted) while it collected
-                host.stop()
-                host = None
-            if host is None:
-                self._fresh.add(key)
-            else:
-                self._hosts.setdefault(key, []).append(host)
-                self._idle.setdefault(key, []).append(host)
-                self.hosts_started += 1
-            self._lock.notify_all()
-
-    def _run(self, request: Request, host: _Host | None, settings: Mapping[str, str] | None) -> dict[str, str]:
+    def _run(self, request: Request, host: _Host | None) -> dict[str, str]:
         if host is None:
             with self._lock:
                 if self._closed:  # interrupted: no new process
@@ -307,25 +294,24 @@ class Rerunner:
                 self.fresh_reruns += 1
                 if self.restart != "warm":
                     self.cold.setdefault(request.key[1], "fresh processes were asked for")
-            return outcomes_of(command(request.prefix, request.nodeids), request.nodeids, self.timeout, settings)
+            return outcomes_of(command(request.prefix, request.nodeids), request.nodeids, self.timeout,
+                               request.settings)
         with self._lock:
             self.warm_reruns += 1
         began = time.monotonic()
         try:
             if self.settable:
-                host.settings.write_text(json.dumps(dict(settings or {})), encoding="utf-8")
+                host.settings.write_text(json.dumps(dict(request.settings)), encoding="utf-8")
             return self._in_fork(host, request.nodeids)
         finally:
-            with self._lock:
-                self._rerun_seconds.setdefault(request.key, []).append(time.monotonic() - began)
-            self._release(request.key, host)
+            self._release(request.key, host, time.monotonic() - began)
 
-    def _release(self, key: tuple[str, str], host: _Host) -> None:
+    def _release(self, key: tuple[str, str], host: _Host, seconds: float) -> None:
         """The host back to idle, or, if it died during the rerun, gone: later reruns start afresh."""
         with self._lock:
-            if host.process.poll() is None:
-                self._idle.setdefault(key, []).append(host)
-            else:
+            self._rerun_seconds.setdefault(key, []).append(seconds)
+            host.busy = False
+            if host.process.poll() is not None:
                 self._hosts[key].remove(host)
                 self._fresh.add(key)
                 self.cold[key[1]] = f"its rerun host died (exit status {host.process.returncode}) during a rerun"
@@ -353,10 +339,10 @@ class Rerunner:
         while time.monotonic() < deadline:
             host.events.read_new()
             restart = next((e["mode"] for e in host.events.events if e.get("event") == Event.RESTART), None)
-            if restart == "warm":
+            if restart is not None and why_not_warm(restart) is None:
                 return host
             if restart is not None:
-                why = f"its rerun host could not fork ({restart.removeprefix('fresh: ')})"
+                why = f"its rerun host could not fork ({why_not_warm(restart)})"
                 break
             if process.poll() is not None:
                 why = f"its rerun host ended before collection finished (exit status {process.returncode})"
@@ -382,16 +368,6 @@ class Rerunner:
             _signal(worker, signal.SIGKILL)
             list(_follow(host, time.monotonic() + self.timeout, until=Event.WORKER_EXIT))
         return _timed_out(seen, nodeids)
-
-
-def where_reruns_ran(rerunners: Sequence[Rerunner]) -> str:
-    """'N reruns in forks of collected processes, M in fresh processes', and why for each cold file."""
-    warm = sum(rerunner.warm_reruns for rerunner in rerunners)
-    fresh = sum(rerunner.fresh_reruns for rerunner in rerunners)
-    cold = {file: why for rerunner in rerunners for file, why in rerunner.cold.items()}
-    reasons = "; ".join(f"{file}: {why}" for file, why in sorted(cold.items()))
-    return f"{warm} reruns in forks of collected processes, {fresh} in fresh processes" + \
-        (f" ({reasons})" if fresh and reasons else "")
 
 
 def _follow(host: _Host, deadline: float, until: str | None = None) -> Iterator[dict[str, Any]]:

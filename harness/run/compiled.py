@@ -79,23 +79,3 @@ def write() -> None:
         os.replace(path + ".partial", path)
     except OSError:
         pass  # a vanished run directory: this process's coverage is lost, its results are not
-
-
-
-def distinct(folder: os.PathLike[str] | str, pids: tuple[int, ...]) -> int:
-    """How many different functions the processes `pids` compiled, from the files they wrote: the
-    workers of a split file run side by side, and each compiles much of what the others do (a sum
-    would count those once per worker). Nothing is compiled before their fork (the host leaves the
-    JIT off), so nothing is inherited. A worker that died wrote no file: what it alone compiled is
-    not counted."""
-    keys: set[tuple[object, ...]] = set()
-    for pid in pids:
-        try:
-            with open(os.path.join(folder, f"{pid}.json"), encoding="utf-8") as handle:
-                written = json.load(handle)
-        except (OSError, ValueError):
-            continue
-        keys.update((path, line, name) for path, functions in written.get("files", {}).items()
-                    for line, name in functions)
-        keys.update((module, name) for module, names in written.get("generated", {}).items() for name in names)
-    return len(keys)

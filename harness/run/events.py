@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.protocol import PIECE, SESSION_STARTS, Event, JitMode, Outcome
+from harness.protocol import PIECE, SESSION_STARTS, WARM, Event, JitMode, Outcome
 from harness.record.model import Descendants, TestResult, junit_names
 
 
@@ -205,7 +205,6 @@ class FileSummary:
     cpu_share: float | None = None  # CPU over wall seconds of the tests, in the processes that finished
     peak_mb: float | None = None  # the largest peak RSS a finished test process reported
     pieces: int = 1  # the most workers a process of the file forked at once (a split file's pieces)
-    workers: tuple[int, ...] = ()  # pids of the workers of split processes
 
 
 def summarize(module: str, file: str, events: list[dict[str, Any]]) -> FileSummary:
@@ -217,7 +216,6 @@ def summarize(module: str, file: str, events: list[dict[str, Any]]) -> FileSumma
     running: dict[int | None, str] = {}  # per piece (None: unsplit), the test started and not finished
     current: dict[int | None, int] = {}  # per piece, the index of its worker's session
     pieces = 1
-    workers: list[int] = []
     order: dict[str, int] = {}  # a split file's tests in collection order (its pieces' results arrive interleaved)
     collected = 0
     busy = [0.0, 0.0]  # CPU and wall seconds of the tests of the sessions that finished
@@ -231,11 +229,9 @@ def summarize(module: str, file: str, events: list[dict[str, Any]]) -> FileSumma
             sessions.append({})
             readbacks.append({})
             contamination = contamination or event.get("contamination")
-            if piece is not None:
-                workers.append(event["pid"])
         elif kind == Event.RESTART:
             restart = event["mode"]
-            hosts += restart == "warm"
+            hosts += restart == WARM
             pieces = max(pieces, event.get("pieces", 1) if isinstance(event.get("pieces"), int) else 1)
         elif kind == Event.START:
             running[piece] = event["nodeid"]
@@ -281,8 +277,7 @@ def summarize(module: str, file: str, events: list[dict[str, Any]]) -> FileSumma
         else results.values()
     return FileSummary(tuple(listed), len(sessions) - hosts, _jit_over(sessions), jit_error, contamination,
                        restart, internal_error, tuple(r for r in readbacks if "applied" in r),
-                       round(busy[0] / busy[1], 4) if busy[1] > 0 else None, max(peaks, default=None), pieces,
-                       tuple(workers))
+                       round(busy[0] / busy[1], 4) if busy[1] > 0 else None, max(peaks, default=None), pieces)
 
 
 def _test_seconds(finish: dict[str, Any]) -> tuple[float, float]:

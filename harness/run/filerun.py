@@ -26,12 +26,11 @@ from typing import Any
 from harness.configure.architectures import PREFIX_VARIABLE
 from harness.configure.configurations import Configuration
 from harness.configure.tiers import Tier
-from harness.protocol import PIECE, Env, Event, Outcome, Request
+from harness.protocol import PIECE, Env, Event, Outcome, Request, why_not_warm
 from harness.record import junit
 from harness.record.model import FileRecord, TestResult
 from harness.record.store import RunDirectory
 from harness.run import processes
-from harness.run import compiled as compiled_functions
 from harness.run.events import EventStream, FileSummary, summarize, summarize_descendants
 from harness.run.split import Split
 
@@ -145,21 +144,20 @@ def run_file(context: FileContext, file: str, targets: list[str], on_event: Even
         ending = process.watch(stream, context.tier.test_timeout, file_deadline, lambda event: on_event(file, event))
         if LIVE.stopping:
             raise Interrupted(file)
-        pieces = stream.pieces_since(mark)
-        started = bool(pieces) or stream.sessions() > sessions_before
-        if pieces and all(piece in dropped or stream.last_session_finished(piece) for piece in pieces):
-            break
-        if not pieces and started and stream.last_session_finished():
+        split_pieces: list[int | None] = [*stream.pieces_since(mark)]
+        started = bool(split_pieces) or stream.sessions() > sessions_before
+        # The pieces still owed results (an unsplit file is one piece, None): none left, the file is done.
+        unfinished = [piece for piece in split_pieces or [None]
+                      if piece not in dropped and not (started and stream.last_session_finished(piece))]
+        if started and not unfinished:
             break
         assert ending.status is not None  # only a finished session leaves its process running
         signal_name = _signal_name(ending.status)
         if signal_name:
             signals.append(signal_name)
-        # Whose tests the ending cut short: one piece's worker, every unfinished piece of a split
-        # process that died whole, or the one process (or worker) of an unsplit file.
-        scope: list[int | None] = ([ending.piece] if ending.piece is not None else
-                                   [p for p in pieces if p not in dropped and not stream.last_session_finished(p)]
-                                   if pieces else [None])
+        # Whose tests the ending cut short: one piece's worker, or every unfinished piece of a
+        # process that died whole.
+        scope = [ending.piece] if ending.piece is not None else unfinished
         progressed = started and any(stream.last_session_results(piece) > 0 for piece in scope)
         running = {piece: stream.running(piece) for piece in scope if started and stream.running(piece)}
         cause = {"test_timeout": f"test exceeded the tier's per-test limit ({context.tier.test_timeout} s)",
@@ -202,9 +200,6 @@ def run_file(context: FileContext, file: str, targets: list[str], on_event: Even
     grace = time.monotonic() + context.tier.exit_grace
     ending = process.finish(min(file_deadline, grace))
     descendants = summarize_descendants(stream.events, reports)  # after the end: their reports are written
-    jit_state = summary.jit
-    if jit_state is not None and summary.pieces > 1:  # workers side by side compile the same functions
-        jit_state = {**jit_state, "compiled": compiled_functions.distinct(compiled, summary.workers)}
     if ending.how == "exit_timeout":
         limit = (f"{context.tier.exit_grace} s" if grace < file_deadline
                  else f"the tier's limit ({context.tier.timeout} s)")
@@ -212,7 +207,7 @@ def run_file(context: FileContext, file: str, targets: list[str], on_event: Even
                         "child process it waits for); stopped, results kept, its stacks are in the log")
     record = FileRecord(
         file=file, module=module, exit_status=ending.status, signal=signals[0] if signals else None,
-        duration=round(time.monotonic() - began, 3), counts=dict(sorted(counts.items())), jit=jit_state,
+        duration=round(time.monotonic() - began, 3), counts=dict(sorted(counts.items())), jit=summary.jit,
         jit_error=summary.jit_error, contamination=summary.contamination,
         culprit="; ".join(culprits) or None, processes=summary.processes, restart=summary.restart,
         descendants=descendants.as_dict() if descendants else None,
@@ -227,8 +222,7 @@ def _split_note(split: Split, summary: FileSummary) -> str:
     """How a file the plan split ran: in how many pieces, or unsplit and why (shown per file)."""
     if summary.pieces > 1:
         return f"{summary.pieces} pieces, forked after one collection"
-    why = (summary.restart or "").removeprefix("fresh: ")
-    return f"unsplit: {why}" if why and why != "warm" else f"unsplit: too few tests for {split.pieces} pieces"
+    return f"unsplit: {why_not_warm(summary.restart) or f'too few tests for {split.pieces} pieces'}"
 
 
 def _stream_errors(stream: EventStream) -> tuple[str, ...]:

@@ -37,7 +37,7 @@ from typing import IO, Any
 
 import pytest
 
-from harness.protocol import PIECE, PRIVATE_ENV, Activation, Env, Event, JitMode, Outcome, Request
+from harness.protocol import PIECE, PRIVATE_ENV, WARM, Activation, Env, Event, JitMode, Outcome, Request, restart_mode
 from harness.run import compiled, descendant, forkserver, jit, script_mode
 
 MAX_TEXT = 20_000  # characters of failure text kept per test: enough to classify, bounded on disk
@@ -158,7 +158,7 @@ class HarnessSession:
         order = {"nodeids": [item.nodeid for item in session.items]} if self.private[Env.SPLIT] else {}
         self.recorder.emit(Event.COLLECTED, count=len(session.items), **order)
         why_not = self.why_not_warm(session)
-        self.restart = f"fresh: {why_not}" if why_not else "warm"
+        self.restart = restart_mode(why_not)
         if not why_not:
             self.pieces = self.split(session.items)
         self.recorder.emit(Event.RESTART, mode=self.restart, pieces=max(len(self.pieces), 1))
@@ -194,7 +194,7 @@ class HarnessSession:
         """In a warm host, returns only inside a forked worker, which then runs pytest's own loop.
         A rerun host that cannot fork runs nothing: its client reruns in fresh processes instead."""
         rerun_host = self.private[Env.SELECT] is not None
-        if self.restart == "warm":
+        if self.restart == WARM:
             session.config.get_terminal_writer().flush()
             if rerun_host:
                 forkserver.serve_reruns(self.private[Env.CONTROL_FD], lambda: self.start_worker(session, None),

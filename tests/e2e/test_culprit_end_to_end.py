@@ -132,3 +132,24 @@ def test_a_failure_in_half_of_the_probes_is_reported_flaky_not_followed(sessions
                         r"every rerun", culprit.note), culprit.note
     assert "test_half::test_half: flaky" in done.stdout
     assert os.path.exists(env["CULPRIT_FIXTURE_COUNTER"])
+
+
+def test_a_culprit_found_for_one_regression_of_a_polluter_group_is_checked_and_reused_for_the_next(
+        sessions: None, tmp_path: Path):
+    """Two regressions that fail only after the same earlier test: one search, then the other takes
+    its culprit once the culprit's JIT list and reproducer fail for it too (real reruns, real CinderX)."""
+    runs = {config: run(config, tmp_path / config, "test_polluted.py") for config in ("stock", "cinderx-jit")}
+    done = harness(sys.executable, "diff", str(runs["stock"]), str(runs["cinderx-jit"]), "--culprit", "--jobs", "2",
+                   "--format", "json", "--out", str(tmp_path / "reports"), env=QUIET)
+    assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-3000:]
+    regressions = json.loads((tmp_path / "reports" / "report.json").read_text())["regressions"]
+    assert [r["nodeid"] for r in regressions] == ["test_polluted.py::test_first", "test_polluted.py::test_second"]
+    assert all(r["confirmed"] and r["polluters"] == ["test_polluted.py::test_pollute"] for r in regressions)
+    first, second = (r["culprit"] for r in regressions)
+    assert first["status"] == second["status"] == "found", (first, second)
+    assert [f["name"] for f in first["functions"]] == [f["name"] for f in second["functions"]] == ["test_polluted:scale"]
+    assert not first.get("reused_from") and second["reused_from"] == "test_polluted::test_first"
+    assert second["probes"] < first["probes"]
+    with_it = subprocess.run(["/bin/sh", "-c", second["reproducer"]], capture_output=True, text=True,
+                             env={**os.environ, **QUIET})
+    assert with_it.returncode == 1 and "scale ran as JIT-compiled code after test_pollute" in with_it.stdout

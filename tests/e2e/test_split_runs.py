@@ -78,10 +78,11 @@ def test_a_split_file_gives_the_same_tests_outcomes_and_verdict_as_unsplit(folde
 
 def test_every_worker_of_a_split_jit_file_proves_its_jit(folders: dict[str, Path]):
     """The glass-prison proof per worker: each switched the JIT on after the fork, with nothing
-    compiled before it, and compiled functions of its own; the file counts their distinct union."""
+    compiled before it, and compiled functions of its own; the file's count is theirs summed, as CinderX counts in each
+    process (the same rule as a file resumed in several processes)."""
     [record] = run_of(folders["split"], "cinderx-jit").read_record().files
     assert len(record.jit_processes) == 2
     for process in record.jit_processes:
         assert process["applied"]["enabled"] and process["applied"]["compiled_before"] == 0
         assert process["finished"]["compiled"] > 0
-    assert 0 < record.compiled <= sum(process["finished"]["compiled"] for process in record.jit_processes)
+    assert record.compiled == sum(process["finished"]["compiled"] for process in record.jit_processes) > 0

@@ -26,7 +26,7 @@ from pathlib import Path
 from harness.compare import replay
 from harness.compare.culprit import cinderx
 from harness.compare.culprit.search import FlakyProbe, JitList, Verdict
-from harness.compare.replay import Rerunner, where_reruns_ran
+from harness.compare.replay import Rerunner
 from harness.protocol import BAD_OUTCOMES, Outcome, tallied
 
 
@@ -105,10 +105,7 @@ class Prober:
         self._known: dict[tuple[JitList | None, str | None, bool], Probe] = {}
         self._numbers = itertools.count()
         self._lock = threading.Lock()
-        self._idle: queue.Queue[Rerunner] = queue.Queue()
-        self._rerunners = [Rerunner(budget.timeout, budget.restart, settable=True) for _ in range(budget.jobs)]
-        for rerunner in self._rerunners:
-            self._idle.put(rerunner)
+        self._rerunner = Rerunner(budget.timeout, budget.restart, settable=True, jobs=budget.jobs)
         self._pool = ThreadPoolExecutor(max_workers=budget.jobs, thread_name_prefix="probe")
 
     def __enter__(self) -> Prober:
@@ -117,13 +114,12 @@ class Prober:
     def __exit__(self, kind: type[BaseException] | None, *exc: object) -> None:
         # Interrupted: stop the hosts at once, so reruns in flight end instead of being waited for.
         self._pool.shutdown(wait=kind is None, cancel_futures=True)
-        for rerunner in self._rerunners:
-            rerunner.close()
+        self._rerunner.close()
         shutil.rmtree(self.folder, ignore_errors=True)
 
     def where_reruns_ran(self) -> str:
         """How many reruns ran in forks of a collected process, how many fresh, and why fresh."""
-        return where_reruns_ran(self._rerunners)
+        return self._rerunner.summary()
 
     def probe(self, jit_list: JitList | None, without_pass: str | None = None) -> Probe:
         return self.probe_all([(jit_list, without_pass)])[0]
@@ -183,12 +179,8 @@ class Prober:
                 for k in range(self.budget.count)]
 
     def _rerun(self, jit_list: JitList | None, list_file: Path | None, without_pass: str | None, log: Path) -> Rerun:
-        rerunner = self._idle.get()
-        try:
-            outcome = rerunner.outcome(self.target.prefix, self.target.nodeids, self.target.nodeid,
-                                       cinderx.settings(log, list_file, without_pass, self.inliner_only))
-        finally:
-            self._idle.put(rerunner)
+        outcome = self._rerunner.outcome(self.target.prefix, self.target.nodeids, self.target.nodeid,
+                                         cinderx.settings(log, list_file, without_pass, self.inliner_only))
         return self._read(outcome, log, jit_list)
 
     def _fresh(self, command: str, jit_list: JitList, log: Path) -> Rerun:
