@@ -40,16 +40,25 @@ _finished_fd: int | None = None  # in a worker: where to say the session finishe
 _rerun_worker = False  # in a worker of a rerun host: nothing of it is needed once its session finished
 
 
+# CinderX's JIT switched on in a forked child of an emulated aarch64 interpreter (qemu-user 7.2) died
+# with SIGILL, or its compile thread spun for ever holding the GIL, once torch.compile imported
+# dynamo; unforked, and natively on x86_64 forked, the same passes (docs/aarch64.md, findings).
+EMULATED_JIT = ("a JIT switched on in a forked worker of an emulated interpreter dies (SIGILL) or hangs under "
+                "qemu-user (docs/aarch64.md): the file runs unforked")
+
 # Threads known to hold nothing a forked child needs, so a fork may leave them behind:
 # pytest-rerunfailures' status server (idle in accept(); it serves pytest-xdist workers only).
 _FORK_SAFE_THREADS = {("pytest_rerunfailures", "ServerStatusDB.run_server")}
 
 
-def unsafe_to_fork(control: str | None) -> str | None:
+def unsafe_to_fork(control: str | None, jit_in_workers: bool) -> str | None:
     """Why this process must not become a fork host now (None: it may); `control` is the
-    descriptor the runner passed in HARNESS_CONTROL_FD (None: none)."""
+    descriptor the runner passed in HARNESS_CONTROL_FD (None: none); `jit_in_workers`: each worker
+    would switch a JIT on after the fork."""
     if control is None:
         return "the tier asks for fresh processes"
+    if jit_in_workers and _emulated():
+        return EMULATED_JIT
     try:
         threads = len(os.listdir("/proc/self/task"))
     except OSError:
@@ -64,7 +73,11 @@ def unsafe_to_fork(control: str | None) -> str | None:
 def _emulator_threads() -> int:
     """Threads of the emulator, not of this process: qemu-user runs one of its own (RCU) beside an
     emulated interpreter's and carries it across the guest's forks itself."""
-    return 1 if is_emulated(platform.machine()) else 0
+    return 1 if _emulated() else 0
+
+
+def _emulated() -> bool:
+    return is_emulated(platform.machine())
 
 
 def _fork_safe(thread: threading.Thread) -> bool:

@@ -176,7 +176,7 @@ class HarnessSession:
             return "pytest-xdist runs the tests"
         if self.private[Env.JIT_SETTINGS] and jit.cinderx_loaded():
             return f"{jit.cinderx_loaded()} was imported during collection: a fork cannot change CinderX's settings"
-        return forkserver.unsafe_to_fork(self.private[Env.CONTROL_FD])
+        return forkserver.unsafe_to_fork(self.private[Env.CONTROL_FD], self.request.mode == JitMode.ON)
 
     def split(self, items: list[pytest.Item]) -> list[list[str]]:
         """The pieces the runner asked this host to split the remaining tests into (none: unsplit)."""

@@ -17,6 +17,7 @@ import pytest
 
 from harness.configure.architectures import ARCHITECTURES, emulator_command, emulator_ready, host_machine
 from harness.record.store import find_runs
+from harness.run.forkserver import EMULATED_JIT
 from tests.e2e.test_cinderx_end_to_end import nox
 
 PATTERNS = "harness/smoke/test_python_patterns.py"
@@ -69,8 +70,12 @@ def test_aarch64_runs_record_architecture_emulation_and_scaled_limits(aarch64_jo
     assert all(f.jit["enabled"] and f.jit["threshold"] == 1000 for f in jit.files)  # read back from the aarch64 JIT
 
 
-def test_emulated_test_processes_fork_their_workers(aarch64_job: Path):
+def test_emulated_test_processes_fork_their_workers_except_under_the_jit(aarch64_job: Path):
     """qemu-user runs a thread of its own beside the emulated interpreter: it is not a pool a fork
-    would break, so emulated files get warm restarts (a crash costs a fork, not a 44 s `import torch`)."""
-    for _, record in find_runs(aarch64_job):
-        assert {f.file: f.restart for f in record.files} == {SMOKE: "warm", PATTERNS: "warm"}, record.configuration
+    would break, so emulated stock files get warm restarts (a crash costs a fork, not a 44 s `import
+    torch`). A JIT switched on in a forked worker died under qemu-user (the findings of
+    docs/aarch64.md), so emulated JIT files run unforked, and the record says why; natively they fork."""
+    records = {record.configuration["name"]: record for _, record in find_runs(aarch64_job)}
+    assert {f.file: f.restart for f in records["stock-aarch64"].files} == {SMOKE: "warm", PATTERNS: "warm"}
+    expected = f"fresh: {EMULATED_JIT}" if EMULATED else "warm"
+    assert {f.file: f.restart for f in records["cinderx-jit-aarch64"].files} == {SMOKE: expected, PATTERNS: expected}

@@ -4,6 +4,7 @@ explained in one line, the architecture recorded and a cross-architecture diff r
 from __future__ import annotations
 
 import json
+import platform
 import sys
 from pathlib import Path
 
@@ -218,3 +219,15 @@ def test_a_cinderx_without_jit_is_available_is_judged_by_its_native_initializati
     monkeypatch.setitem(sys.modules, "cinderx", SimpleNamespace(is_initialized=lambda: False))
     assert not jit.is_available(older)  # the silent no-op fallback, without the native extension
     assert not jit.is_available(SimpleNamespace(is_available=lambda: False))
+
+
+def test_a_jit_file_of_an_emulated_interpreter_runs_unforked_and_says_why(host):
+    """A JIT switched on in a forked worker died under qemu-user (docs/aarch64.md): an emulated JIT
+    file's process is no fork host; stock files there, and JIT files natively, still fork."""
+    from harness.run import forkserver
+
+    host("aarch64")  # this x86_64 interpreter, on a kernel that says aarch64: emulated
+    assert forkserver.unsafe_to_fork("3", jit_in_workers=True) == forkserver.EMULATED_JIT
+    assert forkserver.unsafe_to_fork("3", jit_in_workers=False) != forkserver.EMULATED_JIT
+    host(platform.machine())  # native
+    assert forkserver.unsafe_to_fork("3", jit_in_workers=True) != forkserver.EMULATED_JIT
