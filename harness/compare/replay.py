@@ -140,7 +140,6 @@ class Rerunner:
     folder: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="harness-reruns-")))
     warm_reruns: int = 0
     fresh_reruns: int = 0
-    hosts_started: int = 0
     cold: dict[str, str] = field(default_factory=dict)  # file -> why its reruns could not be forks
     _hosts: dict[tuple[str, str], list[_Host]] = field(default_factory=dict)  # every live host of a key
     _starting: Counter[tuple[str, str]] = field(default_factory=Counter)  # hosts of a key still collecting
@@ -258,7 +257,6 @@ class Rerunner:
                 self._fresh.add(key)
             else:
                 self._hosts.setdefault(key, []).append(host)
-                self.hosts_started += 1
                 self._start_seconds.append(time.monotonic() - began)
             self._lock.notify_all()
         return host

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import statistics
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence

@@ -9,7 +9,6 @@ function and module as known regressions, and nothing new.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 

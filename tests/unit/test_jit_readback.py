@@ -6,7 +6,6 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import main
 from tests.conftest import markdown_report
 from harness.compare.sweep import column_label
 from harness.compare.validity import problems

@@ -14,7 +14,6 @@ function compiled that the list does not name) is not a verdict: `ProbeError`.
 from __future__ import annotations
 
 import itertools
-import queue
 import shutil
 import tempfile
 import threading
