@@ -145,6 +145,22 @@ def tallied(outcomes: Iterable[str]) -> list[tuple[str, int]]:
     return sorted(counts.items(), key=lambda item: (-item[1], -_RANK.get(item[0], -1), item[0]))
 
 
+_COLLECTION_ERROR = "collection error: "  # an error that stopped a file's tests before any of them ran
+_PYTEST_COLLECTION_FAILURE = "collection failure"  # pytest's own --junitxml message for the same
+
+
+def collection_error(cause: str) -> str:
+    """The message of an error that stopped a file before its tests ran: pytest could not collect it,
+    or its process died before pytest started (an import at the top of a script)."""
+    return f"{_COLLECTION_ERROR}{cause}"
+
+
+def stopped_before_tests(outcome: str, message: str) -> bool:
+    """A result that stands for a whole file whose tests never ran (this harness's collection errors,
+    and pytest's own in plain JUnit): the file's other tests are missing because of it."""
+    return outcome == Outcome.ERROR and message.startswith((_COLLECTION_ERROR, _PYTEST_COLLECTION_FAILURE))
+
+
 WARM = "warm"  # a RESTART event's mode: the process forks its tests' workers after collection
 _FRESH = "fresh: "  # ... else this, then why not
 

@@ -7,14 +7,14 @@ from __future__ import annotations
 
 import re
 
-from harness.protocol import Outcome
+from harness.protocol import Outcome, stopped_before_tests
 
 _SIGNAL = re.compile(r"\bSIG[A-Z]+\b")
 _EXIT = re.compile(r"exit status (-?\d+)")
 _FALLBACK = re.compile(r"\(silent fallback\)|torch\.compile with fullgraph=True found no compiled frames")
 _BUILD = re.compile(r"Inductor's C\+\+ build failed|C\+\+ compile error")  # P3's InductorBuildFailed, Inductor's own
 _NUMERIC = re.compile(r"not close|Mismatched elements|Greatest (?:absolute|relative) difference|allclose", re.I)
-_INFRASTRUCTURE = re.compile(r"^(?:collection error|(?:E\s+)?(?:ImportError|ModuleNotFoundError)\b)")
+_IMPORT = re.compile(r"^(?:E\s+)?(?:ImportError|ModuleNotFoundError)\b")
 # A test that tried the network on a machine without it (name resolution, refused or unreachable
 # connections, downloads): what it is, not a numerics or logic failure of the configuration.
 _NETWORK = re.compile(r"Name or service not known|Temporary failure in name resolution|nodename nor servname|"
@@ -41,7 +41,7 @@ def classify(outcome: str, message: str) -> str:
         return f"{CRASH} (exit status {exit_status.group(1)})" if exit_status else CRASH
     if outcome == Outcome.TIMEOUT:
         return TIMEOUT
-    if _INFRASTRUCTURE.match(text):
+    if stopped_before_tests(outcome, text) or _IMPORT.match(text):
         return INFRASTRUCTURE
     if _NETWORK.search(text):
         return NETWORK

@@ -20,9 +20,10 @@ from dataclasses import dataclass, field
 
 from harness.compare import identity, pairs, replay, validity
 from harness.compare.classify import classify, exception_type
+from harness.compare.replay import NOT_RUN
 from harness.compare.validity import Allowances
 from harness.exits import ExitStatus
-from harness.protocol import BAD_OUTCOMES, Outcome
+from harness.protocol import BAD_OUTCOMES, Outcome, stopped_before_tests
 from harness.record.model import FileRecord, StoredResult
 from harness.compare.sides import Side
 
@@ -149,10 +150,10 @@ def compare(baseline: Side, candidate: Side, allow: Allowances = Allowances()) -
     """Both sides are walked in a database (harness/compare/pairs.py): `before` and `after` hold
     only the tests that can fall in a category (every test that did not pass on both sides with no
     reruns), so memory holds what the comparison finds, never the sides."""
-    crashed_files = _crashed_modules(candidate)
     with pairs.opened(baseline, candidate) as sides:
         before, after = sides.interesting()
-        prefixes = _replay_prefixes(sides, crashed_files)
+        unrun = _unrun_modules(candidate, after)
+        prefixes = _replay_prefixes(sides, unrun)
         counts = sides.counts(sides.before), sides.counts(sides.after)
         repeated = _repeated_notes(sides.streamed)
         reading = validity.reading_findings(sides.streamed)
@@ -164,9 +165,10 @@ def compare(baseline: Side, candidate: Side, allow: Allowances = Allowances()) -
             continue
         if new is not None and new.outcome in BAD_OUTCOMES:
             found = _regression(key, old, new.outcome, new.message, new.replay)
-        elif new is None and old.module in crashed_files:
+        elif new is None and old.module in unrun:
             command = replay.command(prefixes[old.module], [old.nodeid]) if old.module in prefixes and old.nodeid else ""
-            found = _regression(key, old, Outcome.CRASHED, f"not run: {crashed_files[old.module]}", command)
+            outcome, cause = unrun[old.module]
+            found = _regression(key, old, outcome, cause, command, not_run=True)
         else:
             continue
         if _failed_before(old):
@@ -283,10 +285,24 @@ def _repeated_notes(streamed: dict[str, pairs.Streamed]) -> list[str]:
             for role, found in sorted(streamed.items()) if found.repeated]  # baseline first
 
 
-def _crashed_modules(side: Side) -> dict[str, str]:
-    if side.record is None:
-        return {}
-    return {f.module: f.culprit for f in side.record.files if f.culprit}
+def _unrun_modules(candidate: Side, after: dict[str, StoredResult]) -> dict[str, tuple[str, str]]:
+    """The candidate's modules whose tests were cut short, with the outcome and cause that their
+    missing tests take: a baseline pass that the candidate never ran is a regression, not a missing
+    test. Cut short by an error that stopped the file before its tests ran (a collection error, a
+    process that died before pytest started: error), or by a crash or timeout that the run record
+    names (crashed)."""
+    stopped = {_stopped_module(result): (Outcome.ERROR, result.message.strip())
+               for result in after.values() if stopped_before_tests(result.outcome, result.message)}
+    crashed = {f.module: (Outcome.CRASHED, f.culprit) for f in candidate.record.files if f.culprit} \
+        if candidate.record else {}
+    return {**stopped, **crashed}
+
+
+def _stopped_module(result: StoredResult) -> str:
+    """The module a file-level error stands for: its own, or, for pytest's plain JUnit (an empty
+    classname), the dotted path it writes as the name."""
+    classname, _, name = result.test.partition("::")
+    return name if not classname and name else result.module
 
 
 def _replay_prefixes(sides: pairs.Pairs, modules: Iterable[str]) -> dict[str, str]:
@@ -296,10 +312,13 @@ def _replay_prefixes(sides: pairs.Pairs, modules: Iterable[str]) -> dict[str, st
     return {module: prefix for module, prefix in prefixes.items() if prefix}
 
 
-def _regression(key: str, old: StoredResult, outcome: str, message: str, replay: str) -> Regression:
+def _regression(key: str, old: StoredResult, outcome: str, message: str, replay: str,
+                not_run: bool = False) -> Regression:
+    """`not_run`: the candidate never ran the test, and `message` says why."""
+    said = f"{NOT_RUN}: {message.strip()}" if not_run else message.strip()
     return Regression(
-        test=key, module=old.module, baseline=old.outcome, candidate=outcome,
-        detail=message.strip()[:MAX_DETAIL], classification=classify(outcome, message),
+        test=key, module=old.module, baseline=old.outcome, candidate=outcome, detail=said[:MAX_DETAIL],
+        classification=classify(outcome, message),
         replay=replay, baseline_replay=old.replay, nodeid=old.nodeid,
     )
 

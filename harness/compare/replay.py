@@ -337,10 +337,11 @@ class Rerunner:
         while time.monotonic() < deadline:
             host.events.read_new()
             restart = next((e["mode"] for e in host.events.events if e.get("event") == Event.RESTART), None)
-            if restart is not None and why_not_warm(restart) is None:
-                return host
             if restart is not None:
-                why = f"its rerun host could not fork ({why_not_warm(restart)})"
+                cannot = why_not_warm(restart)
+                if cannot is None:
+                    return host
+                why = f"its rerun host could not fork ({cannot})"
                 break
             if process.poll() is not None:
                 why = f"its rerun host ended before collection finished (exit status {process.returncode})"

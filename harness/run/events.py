@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.protocol import PIECE, SESSION_STARTS, WARM, Event, JitMode, Outcome
+from harness.protocol import PIECE, SESSION_STARTS, WARM, Event, JitMode, Outcome, collection_error
 from harness.record.model import Descendants, TestResult, junit_names
 
 
@@ -257,7 +257,7 @@ def summarize(module: str, file: str, events: list[dict[str, Any]]) -> FileSumma
         elif kind == Event.COLLECT_ERROR:
             nodeid = event["nodeid"] or file
             results[nodeid] = result_from_event(module, {**event, "nodeid": nodeid, "outcome": Outcome.ERROR, "duration": 0.0,
-                                                   "message": f"collection error: {event['message']}"})
+                                                   "message": collection_error(event['message'])})
         elif kind == Event.JIT_APPLIED:
             jit_error = jit_error or event.get("error")
             if session is not None:

@@ -26,7 +26,7 @@ from typing import Any
 from harness.configure.architectures import PREFIX_VARIABLE
 from harness.configure.configurations import Configuration
 from harness.configure.tiers import Tier
-from harness.protocol import PIECE, Env, Event, Outcome, Request, why_not_warm
+from harness.protocol import PIECE, Env, Event, Outcome, Request, collection_error, why_not_warm
 from harness.record import junit
 from harness.record.model import FileRecord, TestResult
 from harness.record.store import RunDirectory
@@ -169,7 +169,7 @@ def run_file(context: FileContext, file: str, targets: list[str], on_event: Even
                    else Outcome.CRASHED if started or signal_name else Outcome.ERROR)
         for piece, culprit in (running.items() or [(ending.piece, f"{file}::<process>")]):
             message = (f"{cause} while running {culprit}" if outcome != Outcome.ERROR
-                       else f"collection error: {cause} before pytest started")
+                       else collection_error(f"{cause} before pytest started"))
             stream.append({"event": Event.RESULT, "nodeid": culprit, "outcome": outcome, "duration": 0.0,
                            "message": message, "text": _log_tail(context.run.log(module)), "attempts": [],
                            **({PIECE: piece} if piece is not None else {})})

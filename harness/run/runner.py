@@ -24,7 +24,7 @@ import harness
 from harness.configure.configurations import Configuration
 from harness.configure.tiers import HARNESS_ROOT, TORCH_SUITES, Tier
 from harness.errors import WRITE_ERRNOS, HarnessError, WriteError, write_error
-from harness.protocol import Env, Setting
+from harness.protocol import Env, Event, Setting
 from harness.configure.architectures import host_machine, is_emulated
 from harness.record.durations import NO_HISTORY, History
 from harness.record.fingerprint import PER_RUN_FOLDERS, describe_interpreter, environment_fingerprint, sources_identity
@@ -241,7 +241,9 @@ def _run_files(context: FileContext, record: Future[RunRecord], pending: dict[st
     progress = RunProgress(len(pending), announce)
     queue = list(pending.items())
     pool = ThreadPoolExecutor(max_workers=jobs)
-    running: dict[Future, int] = {}  # each file's future, and the `--jobs` slots it holds (its pieces)
+    running: dict[Future, str] = {}  # each running file's future
+    held: dict[str, int] = {}  # the `--jobs` slots each running file holds
+    forked: dict[str, int] = {}  # how many workers at once a split file's host said it forks (its RESTART)
     LIVE.reset()
 
     def submit_ready() -> None:
@@ -249,10 +251,23 @@ def _run_files(context: FileContext, record: Future[RunRecord], pending: dict[st
         per piece, since its host forks that many workers at once."""
         while queue:
             slots = min(context.split[queue[0][0]].pieces, jobs) if queue[0][0] in context.split else 1
-            if slots > jobs - sum(running.values()):
+            if slots > jobs - sum(held.values()):
                 return
             file, targets = queue.pop(0)
-            running[pool.submit(run_file, context, file, targets, progress.event)] = slots
+            running[pool.submit(run_file, context, file, targets, on_event)] = file
+            held[file] = slots
+
+    def on_event(file: str, event: dict[str, Any]) -> None:
+        """(In the file's thread.) A split file whose host forks fewer workers than the plan gave it
+        slots (it cannot fork: threads after collection, a JIT on before it; or too few tests)."""
+        progress.event(file, event)
+        if event["event"] == Event.RESTART and file in context.split:
+            forked[file] = max(int(event.get("pieces") or 1), 1)
+
+    def give_back() -> None:
+        """The slots a split file holds beyond the workers its host forks: other files start in them."""
+        for file, slots in held.items():
+            held[file] = min(slots, forked.get(file, slots))
 
     def write(**changes: object) -> None:
         nonlocal recorded
@@ -284,13 +299,14 @@ def _run_files(context: FileContext, record: Future[RunRecord], pending: dict[st
                 progress.announce(f"absent: {len(record.result().absent)} files the tier names are not in "
                                   f"{record.result().tests_dir}: {', '.join(record.result().absent)}")
             while running:
-                done, _ = wait(running, return_when=FIRST_COMPLETED)
+                done, _ = wait(running, timeout=POLL_SECONDS, return_when=FIRST_COMPLETED)
                 for future in done:
-                    running.pop(future)
+                    held.pop(running.pop(future))
                     outcome = future.result()
                     files.append(outcome.record)
                     write()
                     progress.file_done(outcome.record)
+                give_back()
                 submit_ready()
             pool.shutdown()
             covered = record_coverage(context.run, record.result(), context.env)

@@ -71,6 +71,32 @@ def test_tests_missing_because_the_file_crashed_are_regressions():
     assert comparison.missing == ("test_mod.TestX::test_c",)  # failing before, not run after: not a regression
 
 
+@pytest.mark.parametrize("stopped", [
+    TestResult(classname="", name="test_mod", outcome="error", module="test_mod",
+               message="collection error: ImportError: cannot import name 'x'"),  # this harness: pytest collected nothing
+    TestResult(classname="test_mod", name="<process>", outcome="error", module="test_mod",
+               message="collection error: process died with exit status 1 before pytest started"),  # PyTorch's script way
+    TestResult(classname="", name="test_mod", outcome="error", module="junit-report",
+               message="collection failure"),  # pytest's own --junitxml names the file in the case's name
+], ids=["collection-error", "script-ended-before-pytest", "plain-pytest-junit"])
+def test_tests_of_a_file_that_stopped_before_its_tests_ran_are_regressions(stopped):
+    comparison = compare(side(BASE, record()), side([stopped], record(jit="on", compiled=4)))
+    assert [(r.test.split("::")[1], r.candidate) for r in comparison.regressions] == [
+        ("test_a", "error"), ("test_b", "error"), ("test_d", "error")]
+    assert comparison.regressions[0].detail == f"not run: {stopped.message}"
+    assert comparison.regressions[0].classification == "infrastructure (collection or import)"
+    assert comparison.missing == ("test_mod.TestX::test_c",)  # failing before, not run after: not a regression
+    assert comparison.exit_status == 1
+
+
+def test_an_error_of_one_test_stops_no_other_test():
+    """Only a file-level error explains the file's missing tests: a test's own error does not."""
+    candidate = [result("test_a", "error", message="ImportError: inside the test"), result("test_b", "passed")]
+    comparison = compare(side(BASE, record()), side(candidate, record(jit="on", compiled=4)))
+    assert [r.test.split("::")[1] for r in comparison.regressions] == ["test_a"]
+    assert comparison.missing == ("test_mod.TestX::test_c", "test_mod.TestX::test_d")
+
+
 def test_vacuous_jit_run_is_invalid():
     comparison = compare(side(BASE, record()), side(BASE, record(jit="on", compiled=0)))
     assert comparison.exit_status == 2

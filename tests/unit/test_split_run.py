@@ -132,6 +132,19 @@ def test_where_forking_is_unsafe_the_file_runs_unsplit_and_says_why(tmp_path):
     assert record.split == "unsplit: the tier asks for fresh processes" and record.processes == 1
 
 
+@pytest.mark.integration
+def test_a_split_file_that_cannot_fork_gives_back_the_slots_of_the_pieces_it_does_not_run(tmp_path):
+    """The plan gives test_pieces.py both `--jobs` slots; its process cannot fork, so it runs as one,
+    and the other file starts in the second slot at once instead of waiting for it to end."""
+    run = run_fixtures(tmp_path / "results", (FILE, "test_light.py"), tests_dir=SPLIT, jobs=2, history=HEAVY,
+                       restart="fresh")
+    pieces, light = events(run), events(run, "test_light")
+    assert [e["pieces"] for e in pieces if e["event"] == "restart"] == [1]
+    light_began = next(e["time"] for e in light if e["event"] == "session_start")
+    pieces_ended = next(e["time"] for e in pieces if e["event"] == "session_finish")
+    assert light_began < pieces_ended, "test_light.py waited for the unsplit file's second slot"
+
+
 def harness(*args: object, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "harness", *map(str, args)], env=env, capture_output=True,
                           text=True, timeout=300)

@@ -103,6 +103,30 @@ def test_confirmation_keeps_real_regressions_moves_flaky_and_bisects_order_depen
     assert "baseline replay: `cd " in markdown and "candidate replay: `cd " in markdown
 
 
+@pytest.mark.parametrize("entry", ["pytest", "script"])
+def test_a_file_the_candidate_cannot_import_turns_its_tests_into_regressions_not_missing_ones(tmp_path, entry):
+    """An import that only the candidate breaks stops the whole file before any of its tests runs
+    (plain pytest: a collection error; PyTorch's way, `python FILE --use-pytest`: the script ends before
+    pytest starts). Every test that passed in the baseline is a regression, with that error as its
+    cause and a command that replays it; a diff that called them missing would exit 0."""
+    def run(name: str, env: dict[str, str]) -> Path:
+        return run_fixtures(tmp_path / name, ("test_stops_at_import.py",), env={**QUIET, **env}, entry=entry,
+                            tests_dir=FIXTURES / "stopped").root
+
+    comparison = compare(load_side(run("baseline", {})), load_side(run("candidate", {"HARNESS_FAULT": "import"})))
+    assert [(r.test.rsplit("::", 1)[1], r.baseline, r.candidate) for r in comparison.regressions] == [
+        ("test_one", "passed", "error"), ("test_two", "passed", "error")]
+    assert comparison.missing == () and comparison.exit_status == 1
+    for regression in comparison.regressions:
+        assert regression.detail.startswith("not run: collection error: ")
+        assert regression.classification == "infrastructure (collection or import)"
+        assert regression.replay.endswith(f"test_stops_at_import.py::TestStops::{regression.test.rsplit('::', 1)[1]}")
+    if entry == "pytest":
+        assert "ImportError: cannot import name 'needed'" in comparison.regressions[0].detail
+    else:
+        assert "before pytest started" in comparison.regressions[0].detail
+
+
 def test_bisection_finds_polluters_in_different_halves_and_nothing_when_nothing_reproduces():
     earlier = [f"test_{i}" for i in range(8)]
     calls = []
