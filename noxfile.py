@@ -83,6 +83,13 @@ def one_line_errors(session: nox.Session) -> Iterator[None]:
         session.error(f"harness: error: {error}")
 
 
+@contextmanager
+def sole_run(session: nox.Session) -> Iterator[None]:
+    """This session's environment for this nox run alone (`environments.sole_run`), or one line."""
+    with one_line_errors(session), environments.sole_run(Path(session.virtualenv.location)):
+        yield
+
+
 def provision_session(arch: str | None) -> str:
     """The session that provisions the interpreters of one architecture (`provision`: the host's;
     `provision-aarch64`: another's, which sets up its emulator too), so that a native run never needs one."""
@@ -148,12 +155,13 @@ def session_python(configuration: Configuration) -> str | None:
 def _run_configuration(session: nox.Session, configuration: Configuration, tier: Tier) -> None:
     """Prepare the configuration's environment, then let the harness run the tier in it."""
     command = ["-m", "harness", "run", "--config", configuration.name, "--tier", tier.name, *session.posargs]
-    if configuration.venv:
-        prepare_environment(session, configuration)
-    else:  # an existing interpreter, used as it is: the harness runs in the session's environment, tests there
-        install_harness(session)
-        command += ["--python", configuration.python]
-    session.run("python", *command)
+    with sole_run(session):
+        if configuration.venv:
+            prepare_environment(session, configuration)
+        else:  # an existing interpreter, used as it is: the harness runs in the session's environment, tests there
+            install_harness(session)
+            command += ["--python", configuration.python]
+        session.run("python", *command)
 
 
 # One lookup per configuration: finding an interpreter probes it in a process (56 sessions made `nox -l` a minute).
@@ -237,12 +245,13 @@ def architecture(session: nox.Session) -> None:
 def _register_perf(configuration: Configuration) -> None:
     def perf(session: nox.Session) -> None:
         command = ["-m", "harness", "perf", "run", "--config", configuration.name, *session.posargs]
-        if configuration.venv:
-            prepare_environment(session, configuration, "pyperf")
-        else:  # an existing interpreter, used as it is: it must already have pyperf
-            install_harness(session, "perf")
-            command += ["--python", configuration.python]
-        session.run("python", *command)
+        with sole_run(session):
+            if configuration.venv:
+                prepare_environment(session, configuration, "pyperf")
+            else:  # an existing interpreter, used as it is: it must already have pyperf
+                install_harness(session, "perf")
+                command += ["--python", configuration.python]
+            session.run("python", *command)
 
     perf.__doc__ = f"performance suite (pyperf) | {configuration.description or configuration.name}"
     nox.session(name=f"{configuration.name}-perf", python=PYTHONS[configuration.name],

@@ -10,13 +10,17 @@ The layer never holds a configuration's own packages, so `stock` cannot see Cind
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
+import os
 import shutil
 import subprocess
 import sys
 import time
 import tomllib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,6 +40,31 @@ class Layer:
     site_packages: Path
     requirements: tuple[str, ...]
     built_seconds: float | None  # None when it already existed
+
+
+@contextmanager
+def sole_run(environment: Path) -> Iterator[None]:
+    """One nox run at a time in a session's environment, for the whole session: a second run
+    reinstalls the environment's packages under the first one's running tests, which then fail to
+    import (a file of the first run lost to an ImportError). The second run stops with one line."""
+    environment.parent.mkdir(parents=True, exist_ok=True)
+    with open(environment.with_name(f"{environment.name}.in-use"), "a+", encoding="utf-8") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip() or "unknown"
+            raise HarnessError(f"{environment}: another nox run of this session (pid {holder}) is using its environment; "
+                               "wait for it to end (a second run would reinstall its packages under its tests), "
+                               "or give this run another --envdir") from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"{os.getpid()}\n")
+        handle.flush()
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def interpreter_for(configuration: Configuration) -> str:

@@ -10,6 +10,7 @@ the session environments reuse the provisioned CPython 3.14 and the shared torch
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import subprocess
@@ -87,3 +88,21 @@ def test_a_nox_of_its_own_runs_the_main_job_to_a_valid_verdict(standalone, tmp_p
     venv, _ = standalone
     untouched = subprocess.run([str(venv / "bin" / "python"), "-c", "import yaml"], capture_output=True)
     assert untouched.returncode != 0  # nox's own environment gained nothing
+
+
+def test_a_second_nox_run_of_a_running_session_stops_with_one_line_and_leaves_it_alone(standalone, tmp_path):
+    """While one nox run of stock-p0 holds its environment (this test holds it, as that run would), a
+    second run must not reinstall the environment's packages under the first one's tests."""
+    _, clone = standalone
+    in_use = clone / ".nox" / "stock-p0.in-use"
+    in_use.parent.mkdir(parents=True, exist_ok=True)
+    with open(in_use, "w", encoding="utf-8") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        held.write(f"{os.getpid()}\n")
+        held.flush()
+        done = standalone_nox(standalone, tmp_path, "-s", "stock-p0")
+    said = done.stdout + done.stderr
+    assert done.returncode != 0, said[-3000:]
+    [line] = [line for line in said.splitlines() if "another nox run of this session" in line]
+    assert f"(pid {os.getpid()})" in line and "stock-p0" in line, line
+    assert "environment ready" not in said and "harness run" not in said, said[-3000:]  # nothing installed, nothing run
